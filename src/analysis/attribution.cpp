@@ -1,0 +1,345 @@
+#include "analysis/attribution.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "analysis/wait_graph.hpp"
+
+namespace culprit {
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Everything judged about one connection.
+struct EdgeFacts {
+  EdgeView view;
+  uint32_t src = 0, dst = 0;
+  double anomaly[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // significant excess per step vs median
+  double late_data_ns = 0;   // per step: receiver waited for data beyond the comm's low reference
+  bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
+  std::string verdict = "normal";
+};
+
+struct Evidence {
+  double ns = 0;
+  std::string culprit_class;
+  int64_t peer = -1;
+  void offer(double value, const std::string& cls, int64_t other = -1) {
+    if (value > ns) {
+      ns = value;
+      culprit_class = cls;
+      peer = other;
+    }
+  }
+};
+
+using Lane = std::tuple<std::string, uint64_t, int32_t>;  // host, comm, channel
+
+}  // namespace
+
+Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
+  Attribution out;
+
+  // ---- processes and ranks ------------------------------------------------------------
+  std::vector<GlobalProcess> procs = obs.processes;
+  std::map<std::pair<uint64_t, int32_t>, uint32_t> process_of_rank;
+  std::map<uint64_t, int32_t> n_ranks;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    process_of_rank[{c.comm_hash, c.rank}] = c.process;
+    n_ranks[c.comm_hash] = std::max(n_ranks[c.comm_hash], c.rank + 1);
+  }
+  for (const EdgeSummary& e : obs.edges)
+    n_ranks[e.key.comm_hash] =
+        std::max({n_ranks[e.key.comm_hash], e.key.src_rank + 1, e.key.dst_rank + 1});
+  std::vector<std::pair<uint64_t, int32_t>> placeholder_ranks;
+  auto process_for = [&](uint64_t comm, int32_t rank) -> uint32_t {
+    auto it = process_of_rank.find({comm, rank});
+    if (it != process_of_rank.end()) return it->second;
+    // A rank that appears only as somebody's peer: its node sent no data.
+    auto id = static_cast<uint32_t>(procs.size());
+    procs.push_back({"(no data)", -1 - static_cast<int64_t>(placeholder_ranks.size())});
+    placeholder_ranks.emplace_back(comm, rank);
+    process_of_rank[{comm, rank}] = id;
+    return id;
+  };
+
+  // ---- per-step views, baselines, anomalies ------------------------------------------------
+  std::vector<EdgeFacts> facts(obs.edges.size());
+  std::vector<EdgeView> views;
+  views.reserve(obs.edges.size());
+  for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
+  std::map<uint64_t, CommBaseline> baselines = baselines_of(views);
+  std::map<uint64_t, double> low_recv_wait;
+  {
+    std::map<uint64_t, std::vector<double>> rw;
+    for (const EdgeView& v : views)
+      if (v.has_recv) rw[v.edge->key.comm_hash].push_back(v.step_ns[kRecvWait]);
+    for (auto& [comm, values] : rw) low_recv_wait[comm] = quantile(values, 0.1);
+  }
+  size_t half_missing = 0;
+  for (size_t i = 0; i < obs.edges.size(); ++i) {
+    const EdgeSummary& e = obs.edges[i];
+    EdgeFacts& f = facts[i];
+    f.view = views[i];
+    f.src = process_for(e.key.comm_hash, e.key.src_rank);
+    f.dst = process_for(e.key.comm_hash, e.key.dst_rank);
+    if (!f.view.has_send || !f.view.has_recv) ++half_missing;
+    const CommBaseline& base = baselines[e.key.comm_hash];
+    for (int p = 0; p < kPhaseCount; ++p) {
+      bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
+      if (present) f.anomaly[p] = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
+    }
+    // Waiting measures are absolute (every connection of a stalled ring waits), so they are
+    // judged against the communicator's low reference with the floors alone.
+    double floor = std::max(cfg.rel_floor * base.cycle_ns, cfg.abs_floor_ns);
+    if (f.view.has_recv) {
+      double late = f.view.step_ns[kRecvWait] - low_recv_wait[e.key.comm_hash];
+      if (late > floor) f.late_data_ns = late;
+    }
+    // A slow wire: SendWait far above what even a saturated healthy link shows, while the
+    // sender's GPU had its data ready.
+    double per_send = f.view.step_ns[kSendWait] / cfg.nccl_steps;
+    f.slow_link = f.anomaly[kSendWait] > 0 && f.anomaly[kSendGpuWait] <= 0 &&
+                  per_send > cfg.link_ratio * base.phase[kSendWait].median;
+    f.no_credit = f.anomaly[kSendPeerWait] > 0;
+    f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
+    f.slow_consume = f.anomaly[kRecvGpuWait] > 0;
+    if (f.slow_link) f.verdict = "slow_link";
+    else if (f.no_credit) f.verdict = "no_credit";
+    else if (f.slow_flush) f.verdict = "slow_flush";
+    else if (f.late_data_ns > 0) f.verdict = "late_data";
+  }
+  if (half_missing)
+    out.notes.push_back(std::to_string(half_missing) +
+                        " connection(s) seen from one end only (the other node sent no data)");
+
+  const size_t n = procs.size();
+
+  // ---- kernel lateness: a GPU that starts its collectives late against its node peers ----
+  std::vector<double> kernel_late_total(n, 0.0);
+  {
+    std::vector<double> means;
+    for (const GlobalCommRank& c : obs.comm_ranks)
+      if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
+    Robust base = robust_of(means);
+    double op_ns = 0;
+    for (const auto& [comm, b] : baselines) op_ns = std::max(op_ns, b.op_ns);
+    double guard = std::max({cfg.mad_k * base.sigma, cfg.kernel_rel_floor * op_ns, cfg.kernel_abs_floor_ns});
+    for (const GlobalCommRank& c : obs.comm_ranks) {
+      if (!c.kernel_samples) continue;
+      double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
+      if (mean - base.median > guard)
+        kernel_late_total[c.process] += (mean - base.median) * c.kernel_samples;
+    }
+  }
+  std::map<std::string, std::vector<uint32_t>> late_on_host;
+  for (uint32_t p = 0; p < n; ++p)
+    if (kernel_late_total[p] > 0) late_on_host[procs[p].host].push_back(p);
+
+  // ---- lanes: where data enters and leaves each node, per communicator and channel --------
+  std::map<Lane, std::vector<size_t>> inbound, outbound;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeKey& k = obs.edges[i].key;
+    if (facts[i].src == facts[i].dst) continue;
+    inbound[{procs[facts[i].dst].host, k.comm_hash, k.channel}].push_back(i);
+    outbound[{procs[facts[i].src].host, k.comm_hash, k.channel}].push_back(i);
+  }
+  auto lane_backpressured = [&](const Lane& lane) {
+    auto it = outbound.find(lane);
+    if (it == outbound.end()) return false;
+    for (size_t i : it->second)
+      if (facts[i].no_credit || facts[i].slow_link) return true;
+    return false;
+  };
+
+  // ---- anomaly wait-for edges and self evidence ----------------------------------------
+  // Only anomalies enter the root graph: in a stalled collective everybody waits, so plain
+  // waiting says nothing about who is at fault. Self evidence is a delay a process caused.
+  std::vector<WaitEdge> holds;
+  std::vector<Evidence> evidence(n);
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    const EdgeSummary& e = obs.edges[i];
+    double send_steps = static_cast<double>(e.send_steps), recv_steps = static_cast<double>(e.recv_steps);
+    Lane dst_lane{procs[f.dst].host, e.key.comm_hash, e.key.channel};
+    if (f.slow_link) evidence[f.src].offer(f.anomaly[kSendWait] * send_steps, "network_link", f.dst);
+    double flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * recv_steps : 0;
+    double consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * recv_steps : 0;
+    if (f.no_credit) {
+      // The receiver did not post buffers in time. Either its own downstream is blocked (the
+      // wait passes on), or a late GPU inside its node holds it, or it is the culprit.
+      double weight = f.anomaly[kSendPeerWait] * send_steps;
+      holds.push_back({f.src, f.dst, weight, "no_credit"});
+      const std::vector<uint32_t>& late = late_on_host[procs[f.dst].host];
+      bool late_elsewhere = std::any_of(late.begin(), late.end(), [&](uint32_t x) { return x != f.dst; });
+      if (lane_backpressured(dst_lane)) {
+        for (size_t o : outbound[dst_lane])
+          if (facts[o].dst != f.dst) holds.push_back({f.dst, facts[o].src, weight, "backpressure"});
+      } else if (late_elsewhere && flush == 0 && consume == 0) {
+        for (uint32_t x : late)
+          if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
+      } else if (flush > consume) {
+        evidence[f.dst].offer(weight + flush, "flush");
+      } else if (consume > 0) {
+        evidence[f.dst].offer(weight + consume, "gpu_consumer");
+      } else {
+        evidence[f.dst].offer(weight, "gpu_producer");
+      }
+    } else if (!lane_backpressured(dst_lane)) {
+      if (flush > 0) evidence[f.dst].offer(flush, "flush");
+      if (consume > 0) evidence[f.dst].offer(consume, "gpu_consumer");
+    }
+  }
+  for (uint32_t p = 0; p < n; ++p)
+    if (kernel_late_total[p] > 0) evidence[p].offer(kernel_late_total[p], "gpu_producer");
+  // GPUs of one node are chained by invisible NVLink hops: a weaker GPU-side delay on a node
+  // that also holds a stronger one is most likely that one's backpressure or starvation.
+  {
+    std::map<std::string, uint32_t> strongest;
+    for (uint32_t p = 0; p < n; ++p) {
+      if (evidence[p].ns <= 0) continue;
+      auto it = strongest.find(procs[p].host);
+      if (it == strongest.end() || evidence[p].ns > evidence[it->second].ns) strongest[procs[p].host] = p;
+    }
+    for (uint32_t p = 0; p < n; ++p) {
+      if (evidence[p].ns <= 0 || evidence[p].culprit_class == "network_link") continue;
+      uint32_t x = strongest[procs[p].host];
+      if (x != p) holds.push_back({p, x, evidence[p].ns, "node_interior"});
+    }
+  }
+
+  std::vector<RootCandidate> candidates(n);
+  for (uint32_t p = 0; p < n; ++p)
+    candidates[p] = {evidence[p].ns, evidence[p].culprit_class, evidence[p].peer};
+  std::vector<uint32_t> roots = find_roots(n, holds, candidates, 1.0);
+  std::set<uint32_t> root_set(roots.begin(), roots.end());
+
+  // ---- data flow: who gets its input from whom ----------------------------------------------
+  // In a collective every rank ends up waiting for the data that passes through the root, so
+  // victims are found along the data flow: a receiver depends on its network sender; inside
+  // a node, data that leaves came in through the node's receivers and its interior GPUs.
+  std::vector<WaitEdge> flow;
+  std::map<std::pair<std::string, uint64_t>, std::vector<uint32_t>> members_on_host;
+  std::set<std::pair<uint64_t, uint32_t>> receives_from_net, sends_to_net;
+  for (const auto& [key, process] : process_of_rank) members_on_host[{procs[process].host, key.first}].push_back(process);
+  for (size_t i = 0; i < facts.size(); ++i) {
+    if (facts[i].src == facts[i].dst) continue;
+    flow.push_back({facts[i].dst, facts[i].src, 1.0, "data"});
+    receives_from_net.insert({obs.edges[i].key.comm_hash, facts[i].dst});
+    sends_to_net.insert({obs.edges[i].key.comm_hash, facts[i].src});
+  }
+  for (const auto& [host_comm, members] : members_on_host) {
+    uint64_t comm = host_comm.second;
+    for (uint32_t a : members) {
+      bool a_pure_receiver = receives_from_net.count({comm, a}) && !sends_to_net.count({comm, a});
+      if (a_pure_receiver) continue;  // its input comes from the network
+      for (uint32_t b : members) {
+        bool b_pure_sender = sends_to_net.count({comm, b}) && !receives_from_net.count({comm, b});
+        if (a != b && !b_pure_sender) flow.push_back({a, b, 1.0, "data"});
+      }
+    }
+  }
+  GraphVerdict g = attribute_to_roots(n, flow, roots);
+
+  // What each process waited: its measured RecvWait, SendGpuWait and SendPeerWait.
+  std::vector<double> waited(n, 0.0);
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeSummary& e = obs.edges[i];
+    waited[facts[i].dst] += static_cast<double>(e.phase_ns[kRecvWait]);
+    waited[facts[i].src] += static_cast<double>(e.phase_ns[kSendGpuWait] + e.phase_ns[kSendPeerWait]);
+  }
+  g.wait_ns = waited;
+
+  // ---- rows -------------------------------------------------------------------------------
+  out.processes.resize(n);
+  for (uint32_t p = 0; p < n; ++p) {
+    ProcessRow& row = out.processes[p];
+    row.process_id = p;
+    row.host = procs[p].host;
+    row.pid = procs[p].pid;
+    row.wait_ns = static_cast<uint64_t>(g.wait_ns[p]);
+  }
+  std::map<uint32_t, double> blame;
+  std::map<uint32_t, uint32_t> victims;
+  for (uint32_t p = 0; p < n; ++p) {
+    int64_t r = g.attributed_root[p];
+    if (r < 0 || !root_set.count(static_cast<uint32_t>(r)) || static_cast<uint32_t>(r) == p) continue;
+    ProcessRow& row = out.processes[p];
+    row.role = "victim";
+    row.attributed_root = r;
+    row.chain_depth = static_cast<int32_t>(g.chain[p].size()) - 1;
+    blame[static_cast<uint32_t>(r)] += g.wait_ns[p];
+    victims[static_cast<uint32_t>(r)] += 1;
+    for (uint32_t hop = 0; hop < g.chain[p].size(); ++hop) out.chains.push_back({p, hop, g.chain[p][hop]});
+  }
+  double total_blame = 0;
+  for (uint32_t r : roots) total_blame += blame[r] + evidence[r].ns;
+  for (uint32_t r : roots) {
+    ProcessRow& row = out.processes[r];
+    row.role = "culprit";
+    row.culprit_class = evidence[r].culprit_class;
+    row.attributed_root = r;
+    row.blame_ns = static_cast<uint64_t>(blame[r] + evidence[r].ns);
+    // Score: half from how far the evidence clears its guard (x/(1+x) with x in units of the
+    // median step cycle), half from the share of processes that wait on this root.
+    double cycle = 0;
+    for (const auto& [comm, b] : baselines) cycle = std::max(cycle, b.cycle_ns);
+    double steps = 1;
+    for (const EdgeSummary& e : obs.edges) steps = std::max(steps, static_cast<double>(std::max(e.send_steps, e.recv_steps)));
+    double x = evidence[r].ns / std::max(1.0, cycle * steps * cfg.rel_floor);
+    double coverage = n > 1 ? static_cast<double>(victims[r]) / static_cast<double>(n - 1) : 0;
+    row.score = std::clamp(0.5 * x / (1 + x) + 0.5 * coverage, 0.0, 1.0);
+
+    CulpritRow c;
+    c.process_id = r;
+    c.host = row.host;
+    c.pid = row.pid;
+    c.culprit_class = row.culprit_class;
+    c.peer_process_id = evidence[r].peer;
+    c.blame_ns = row.blame_ns;
+    c.blame_share = total_blame > 0 ? (blame[r] + evidence[r].ns) / total_blame : 0;
+    c.victims = victims[r];
+    c.score = row.score;
+    out.culprits.push_back(c);
+  }
+  std::sort(out.culprits.begin(), out.culprits.end(), [](const CulpritRow& a, const CulpritRow& b) {
+    return a.blame_ns != b.blame_ns ? a.blame_ns > b.blame_ns : a.process_id < b.process_id;
+  });
+
+  for (const auto& [key, process] : process_of_rank)
+    out.comm_ranks.push_back({key.first, key.second, n_ranks[key.first], process});
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeSummary& e = obs.edges[i];
+    EdgeRow row;
+    row.comm_hash = e.key.comm_hash;
+    row.channel = e.key.channel;
+    row.src_process = facts[i].src;
+    row.dst_process = facts[i].dst;
+    row.src_rank = e.key.src_rank;
+    row.dst_rank = e.key.dst_rank;
+    row.send_gpu_wait_ns = e.phase_ns[kSendGpuWait];
+    row.send_peer_wait_ns = e.phase_ns[kSendPeerWait];
+    row.send_wait_ns = e.phase_ns[kSendWait];
+    row.recv_wait_ns = e.phase_ns[kRecvWait];
+    row.recv_flush_wait_ns = e.phase_ns[kRecvFlushWait];
+    row.recv_gpu_wait_ns = e.phase_ns[kRecvGpuWait];
+    row.send_steps = e.send_steps;
+    row.recv_steps = e.recv_steps;
+    row.bytes = std::max(e.send_bytes, e.recv_bytes);
+    row.verdict = facts[i].verdict;
+    out.edges.push_back(row);
+  }
+  return out;
+}
+
+}  // namespace culprit

@@ -1,0 +1,89 @@
+#include "analysis/edge_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace culprit {
+namespace {
+
+double median_of(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
+}  // namespace
+
+Robust robust_of(std::vector<double> values) {
+  Robust r;
+  r.n = values.size();
+  if (values.empty()) return r;
+  r.minimum = *std::min_element(values.begin(), values.end());
+  r.median = median_of(values);
+  for (double& v : values) v = std::fabs(v - r.median);
+  r.sigma = 1.4826 * median_of(values);
+  return r;
+}
+
+EdgeView view_of(const EdgeSummary& e) {
+  EdgeView v;
+  v.edge = &e;
+  v.has_send = e.send_steps > 0;
+  v.has_recv = e.recv_steps > 0;
+  for (int p = 0; p < kPhaseCount; ++p) {
+    bool send_phase = p <= kSendWait;
+    uint64_t steps = send_phase ? e.send_steps : e.recv_steps;
+    v.step_ns[p] = steps ? static_cast<double>(e.phase_ns[p]) / static_cast<double>(steps) : 0;
+  }
+  v.send_cycle_ns = v.step_ns[kSendGpuWait] + v.step_ns[kSendPeerWait] + v.step_ns[kSendWait];
+  v.recv_cycle_ns = v.step_ns[kRecvWait] + v.step_ns[kRecvFlushWait] + v.step_ns[kRecvGpuWait];
+  return v;
+}
+
+std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views) {
+  std::map<uint64_t, std::vector<const EdgeView*>> by_comm;
+  for (const EdgeView& v : views) by_comm[v.edge->key.comm_hash].push_back(&v);
+  std::map<uint64_t, CommBaseline> out;
+  for (auto& [comm, members] : by_comm) {
+    CommBaseline b;
+    for (int p = 0; p < kPhaseCount; ++p) {
+      bool send_phase = p <= kSendWait;
+      std::vector<double> values;
+      for (const EdgeView* v : members)
+        if (send_phase ? v->has_send : v->has_recv) values.push_back(v->step_ns[p]);
+      b.phase[p] = robust_of(std::move(values));
+    }
+    std::vector<double> cycles, ops;
+    for (const EdgeView* v : members) {
+      cycles.push_back(std::max(v->send_cycle_ns, v->recv_cycle_ns));
+      const EdgeSummary& e = *v->edge;
+      if (e.send_ops) ops.push_back(v->send_cycle_ns * static_cast<double>(e.send_steps) /
+                                    static_cast<double>(e.send_ops));
+      else if (e.recv_ops) ops.push_back(v->recv_cycle_ns * static_cast<double>(e.recv_steps) /
+                                         static_cast<double>(e.recv_ops));
+    }
+    b.cycle_ns = robust_of(cycles).median;
+    b.op_ns = robust_of(ops).median;
+    out[comm] = b;
+  }
+  return out;
+}
+
+double significant_excess(double value, const Robust& base, double cycle_ns,
+                          const AttributionConfig& config) {
+  // With fewer than kMinRobustSample connections a median and MAD describe the outlier as
+  // much as the rest (two links: the median is halfway to the culprit). Then the quietest
+  // connection is the reference and only the floors guard.
+  bool small = base.n < kMinRobustSample;
+  double reference = small ? base.minimum : base.median;
+  double excess = value - reference;
+  double guard = std::max({small ? 0.0 : config.mad_k * base.sigma, config.rel_floor * cycle_ns,
+                           config.abs_floor_ns});
+  return std::fabs(excess) > guard ? excess : 0.0;
+}
+
+}  // namespace culprit

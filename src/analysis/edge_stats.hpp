@@ -1,0 +1,68 @@
+// Normalisation: per-step means of every connection's phases, and robust baselines (median
+// and MAD over the connections of one communicator) against which an excess is judged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/records.hpp"
+
+namespace culprit {
+
+struct AttributionConfig {
+  // A per-step value is an outlier when it departs from its communicator's median by more
+  // than all of: mad_k robust standard deviations, rel_floor of the communicator's step
+  // cycle, and abs_floor_ns. The three guards keep noise, tiny jobs and idle links quiet.
+  double mad_k = 5.0;
+  double rel_floor = 0.25;
+  double abs_floor_ns = 2000.0;
+  // Kernel start lateness (mean per collective) must exceed this fraction of the median
+  // collective duration and kernel_abs_floor_ns, as well as mad_k robust deviations.
+  double kernel_rel_floor = 0.10;
+  double kernel_abs_floor_ns = 20000.0;
+  // A wire is slow when even with all NCCL_STEPS (8) sends queued on it, one send's share of
+  // its SendWait exceeds link_ratio x the communicator's median SendWait. A healthy link
+  // that is merely saturated queues up to 8 sends and stays below the median per send.
+  double link_ratio = 1.5;
+  int nccl_steps = 8;
+};
+
+inline constexpr size_t kMinRobustSample = 5;
+
+struct Robust {
+  double median = 0;
+  double minimum = 0;
+  double sigma = 0;  // 1.4826 x MAD: a standard deviation for normal data
+  size_t n = 0;
+};
+
+Robust robust_of(std::vector<double> values);
+
+// Per-step view of one connection.
+struct EdgeView {
+  const EdgeSummary* edge = nullptr;
+  bool has_send = false, has_recv = false;
+  double step_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // mean per step of each phase
+  double send_cycle_ns = 0;  // sum of the send phases per step
+  double recv_cycle_ns = 0;  // sum of the receive phases per step
+};
+
+EdgeView view_of(const EdgeSummary& e);
+
+// Baselines of one communicator.
+struct CommBaseline {
+  Robust phase[kPhaseCount];
+  double cycle_ns = 0;        // median step cycle (send or receive side, the larger)
+  double op_ns = 0;           // median time of one proxy op (a collective's share)
+};
+
+std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views);
+
+// Excess of `value` above (positive) or below (negative) the baseline, or 0 when it does not
+// clear the guards of `config`.
+double significant_excess(double value, const Robust& base, double cycle_ns,
+                          const AttributionConfig& config);
+
+}  // namespace culprit

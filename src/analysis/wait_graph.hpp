@@ -1,0 +1,48 @@
+// The wait-for graph between GPU processes (Boost.Graph): an edge u -> v says "u spent
+// time waiting for v", weighted by that excess time. Roots are found in the condensation
+// (strong components collapse wait cycles such as rings); every victim is attributed to the
+// nearest root it waits on, with the path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace culprit {
+
+struct WaitEdge {
+  uint32_t from = 0;
+  uint32_t to = 0;
+  double weight_ns = 0;
+  std::string why;  // late_data | no_credit | input_wait | backpressure | node_interior
+};
+
+struct RootCandidate {
+  double evidence_ns = 0;       // unexplained self delay (0 if none)
+  std::string culprit_class;    // class the evidence points to
+  int64_t peer = -1;            // other end, for network_link
+};
+
+struct GraphVerdict {
+  std::vector<uint32_t> roots;               // process ids of the roots
+  std::vector<int64_t> attributed_root;      // per process, -1 if none
+  std::vector<std::vector<uint32_t>> chain;  // per process: itself ... root (empty if none)
+  std::vector<double> wait_ns;               // per process: sum of its out-edge weights
+};
+
+// Roots: `edges` are anomaly wait-for edges (u is held up by v). `candidates` has one entry
+// per process. A sink component of the condensation that holds
+// self evidence of `min_evidence_ns` or more yields one root: its member with the most
+// evidence (ties: most waited on). A sink without evidence is only a victim that waits on
+// something the data cannot see, and names no culprit.
+std::vector<uint32_t> find_roots(size_t n_processes, const std::vector<WaitEdge>& edges,
+                                 const std::vector<RootCandidate>& candidates,
+                                 double min_evidence_ns);
+
+// Victims: `flow` edges say "u's input comes from v" (u depends on v). Every process that
+// depends, directly or through others, on a root is attributed to the nearest one (fewest
+// hops), with the path; wait_ns of the verdict is left empty.
+GraphVerdict attribute_to_roots(size_t n_processes, const std::vector<WaitEdge>& flow,
+                                const std::vector<uint32_t>& roots);
+
+}  // namespace culprit

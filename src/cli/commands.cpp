@@ -1,0 +1,47 @@
+#include "cli/commands.hpp"
+
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "mock/simulator.hpp"
+#include "output/results_io.hpp"
+#include "pipeline/analyze.hpp"
+
+namespace culprit {
+
+std::string mock_scenario_help() { return mock::Scenario::help(); }
+
+int run_mock_command(const MockOptions& options) {
+  mock::Scenario scenario;
+  std::unique_ptr<mock::Simulation> sim;
+  try {
+    scenario = mock::Scenario::parse(options.scenario);
+    sim = std::make_unique<mock::Simulation>(scenario);  // checks ranks against the cluster
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "nccl-culprit: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  try {
+    sim->write(options.out);
+    std::cout << "wrote " << sim->hosts().size() << " host directories under " << options.out
+              << " (" << scenario.to_spec() << ")\n";
+  } catch (const std::exception& e) {
+    std::cerr << "nccl-culprit: " << options.out << ": " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+int run_report_command(const std::string& file) {
+  try {
+    AnalysisResults results = read_results_h5(file);
+    render_report(results, std::cout);
+  } catch (const std::exception& e) {
+    std::cerr << "nccl-culprit: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace culprit

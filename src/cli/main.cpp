@@ -1,0 +1,80 @@
+// nccl-culprit: finds the GPU, receiver or link that a stuck or slow NCCL job waits on.
+// Subcommands: analyze (MPI job, one process per node), mock (write simulated data),
+// report (print the report of a results file).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "core/version.hpp"
+#include "pipeline/analyze.hpp"
+
+int main(int argc, char** argv) {
+  using namespace culprit;
+  CLI::App app{"nccl-culprit: find who a slow or hung NCCL job is waiting for", "nccl-culprit"};
+  app.set_version_flag("--version", kToolVersion);
+  app.require_subcommand(1);
+
+  AnalyzeOptions analyze;
+  CLI::App* a = app.add_subcommand(
+      "analyze",
+      "Analyse NCCL profiler data; run with one process per node (srun --ntasks-per-node=1, "
+      "mpirun -np N) or as a single process");
+  auto* input = a->add_option("--input", analyze.input,
+                              "node-local data directory; {host}, {rank}, {job} expanded per "
+                              "process (default $NCCL_CULPRIT_DIR, else /dev/shm/nccl-culprit/{job})");
+  auto* shared = a->add_option("--shared", analyze.shared,
+                               "post-mortem data laid out as DIR/<host>/<files>, split across processes");
+  auto* mock = a->add_option("--mock", analyze.mock,
+                             "no files: simulate the cluster in memory (see `nccl-culprit mock --help`)");
+  input->excludes(shared)->excludes(mock);
+  shared->excludes(mock);
+  a->add_option("--format", analyze.format, "auto, nccl-json, probing-csv or shard")
+      ->check(CLI::IsMember({"auto", "nccl-json", "probing-csv", "shard"}))
+      ->capture_default_str();
+  a->add_option("--seq-window", analyze.seq_window,
+                "analyse the last N collective sequence numbers of each communicator")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  a->add_flag("--local-only", analyze.local_only,
+              "no fan-out: each process analyses only its own node");
+  a->add_option("--reduce", analyze.reduce, "cpu, cuda or auto (CUDA only when a usable device exists)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+  a->add_option("--output", analyze.output,
+                "HDF5 results written by analyzer rank 0 (default nccl-culprit-{job}.h5)");
+  a->add_option("--json", analyze.json, "also write the verdict as JSON");
+  a->add_flag("--quiet", analyze.quiet, "no text report on stdout");
+
+  MockOptions mock_options;
+  CLI::App* m = app.add_subcommand("mock", "Write simulated NCCL profiler data to disk");
+  m->add_option("--out", mock_options.out, "output directory (DIR/<host>/<files> + ground_truth.json)")
+      ->required();
+  m->add_option("--scenario", mock_options.scenario, "scenario SPEC, e.g. topology=ring,nodes=4,fault=slow_gpu:13")
+      ->required();
+  m->footer(mock_scenario_help());
+
+  std::string report_file;
+  CLI::App* r = app.add_subcommand("report", "Print the text report of a results file");
+  r->add_option("file", report_file, "FILE.h5 written by `nccl-culprit analyze`")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+
+  if (*m) return run_mock_command(mock_options);
+  if (*r) return run_report_command(report_file);
+  std::unique_ptr<Communicator> world;
+  try {
+    world = make_world_communicator(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::cerr << "nccl-culprit: cannot start MPI: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  int code = run_analyze(analyze, *world);
+  world.reset();  // finalises MPI before exit
+  return code;
+}

@@ -1,0 +1,64 @@
+// The only way analyzer processes talk to each other. Two implementations: MPI
+// (comm_mpi.cpp, a duplicate of MPI_COMM_WORLD) and serial (comm_serial.cpp, a real
+// one-process communicator used without a launcher and in unit tests). Every method is
+// collective: all ranks call it in the same order.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace culprit {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string kind() const = 0;  // "mpi" or "serial"
+
+  // Collective: true on every rank only when `ok` is true on every rank. Every phase of the
+  // pipeline ends with one, so that a failure on one node becomes a clean error everywhere.
+  virtual bool all_agree(bool ok) = 0;
+
+  // Collective: element-wise max of equal-length vectors.
+  virtual std::vector<uint64_t> all_max(const std::vector<uint64_t>& values) = 0;
+  // Collective: element-wise sum of equal-length vectors.
+  virtual std::vector<uint64_t> all_sum(const std::vector<uint64_t>& values) = 0;
+
+  // Collective: every rank's bytes, concatenated in rank order, on every rank (sizes are
+  // exchanged first, then the data).
+  virtual std::vector<std::vector<char>> all_gather_bytes(const std::vector<char>& mine) = 0;
+
+  // Collective: rank 0's bytes on every rank.
+  virtual std::vector<char> broadcast_bytes(const std::vector<char>& from_root) = 0;
+
+  // Ends the whole job after a fatal error on this rank alone (no collective possible).
+  [[noreturn]] virtual void abort(int exit_code) = 0;
+};
+
+// Serial communicator: rank 0 of 1.
+std::unique_ptr<Communicator> make_serial_communicator();
+
+// Chooses MPI when the process was started by a launcher (mpirun, srun) and serial otherwise.
+// Defined in comm_mpi.cpp (the executable and MPI tests link it).
+std::unique_ptr<Communicator> make_world_communicator(int* argc, char*** argv);
+
+// Sends a vector of trivially copyable values as bytes.
+template <typename T>
+std::vector<char> to_bytes(const std::vector<T>& v) {
+  std::vector<char> out(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+template <typename T>
+std::vector<T> from_bytes(const std::vector<char>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace culprit

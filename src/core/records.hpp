@@ -1,0 +1,114 @@
+// Plain records that flow through the pipeline: what the readers produce, what the
+// reducer sums, what travels over MPI. All are trivially copyable so that they can be
+// sent as bytes and copied to a GPU unchanged.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+namespace culprit {
+
+// The six proxy phases of FORMATS.md §1, in the order of the CONTRACT's /edges columns.
+enum Phase : int {
+  kSendGpuWait = 0,
+  kSendPeerWait = 1,
+  kSendWait = 2,
+  kRecvWait = 3,
+  kRecvFlushWait = 4,
+  kRecvGpuWait = 5,
+  kPhaseCount = 6,
+};
+
+const char* phase_name(Phase p);
+
+// One ProxyOp (one connection's share of one collective or p2p on one channel) as seen by
+// the process that recorded it, with the durations of its valid steps summed per phase.
+struct ProxyOpRecord {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;            // collective SeqNum; for p2p an ordinal per (comm, rank, peer, dir)
+  uint64_t bytes = 0;          // bytes moved by this op (bounded by steps x chunk size)
+  uint64_t start_ns = 0;       // op start on the recording process's own clock (ordering only)
+  uint64_t phase_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};
+  uint32_t process = 0;        // index into the reading node's local process table
+  int32_t rank = -1;           // communicator rank of the recording process
+  int32_t peer = -1;           // communicator rank of the remote end
+  int32_t channel = -1;
+  uint32_t steps = 0;          // steps whose phases were summed
+  uint8_t is_send = 0;
+  uint8_t is_p2p = 0;
+  uint8_t pad_[2] = {0, 0};
+};
+static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
+
+// Kernel start of one collective on one GPU (KernelCh StartGpuClk, the GPU global timer,
+// comparable across the GPUs of one node). Minimum over the collective's channels.
+struct KernelStartRecord {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  uint64_t start_gpu_clk_ns = 0;
+  uint32_t process = 0;
+  int32_t rank = -1;
+};
+static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
+
+// Window of sequence numbers to keep for one communicator: collective records with
+// seq >= min_seq are kept. Communicators absent from the window list keep every record.
+// P2P records are always kept (they have no collective sequence).
+struct CommWindow {
+  uint64_t comm_hash = 0;
+  uint64_t min_seq = 0;
+};
+
+// Key of a connection: who sends to whom on which channel of which communicator.
+struct EdgeKey {
+  uint64_t comm_hash = 0;
+  int32_t src_rank = -1;
+  int32_t dst_rank = -1;
+  int32_t channel = -1;
+  int32_t pad_ = 0;
+
+  friend bool operator==(const EdgeKey& a, const EdgeKey& b) {
+    return a.comm_hash == b.comm_hash && a.src_rank == b.src_rank && a.dst_rank == b.dst_rank &&
+           a.channel == b.channel;
+  }
+  friend bool operator<(const EdgeKey& a, const EdgeKey& b) {
+    if (a.comm_hash != b.comm_hash) return a.comm_hash < b.comm_hash;
+    if (a.src_rank != b.src_rank) return a.src_rank < b.src_rank;
+    if (a.dst_rank != b.dst_rank) return a.dst_rank < b.dst_rank;
+    return a.channel < b.channel;
+  }
+};
+
+// Sum over the kept records of one connection. Send phases come from the sender's records,
+// receive phases from the receiver's; either half may be absent (its node had no data).
+// All sums saturate at UINT64_MAX so that the result is order-independent and exact.
+struct EdgeSummary {
+  EdgeKey key;
+  uint64_t phase_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};
+  uint64_t send_steps = 0;
+  uint64_t recv_steps = 0;
+  uint64_t send_ops = 0;
+  uint64_t recv_ops = 0;
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+};
+static_assert(std::is_trivially_copyable_v<EdgeSummary>);
+
+// The key under which a record is summed: the sender is the recording rank for a send,
+// the peer for a receive.
+inline EdgeKey edge_key_of(const ProxyOpRecord& r) {
+  EdgeKey k;
+  k.comm_hash = r.comm_hash;
+  k.src_rank = r.is_send ? r.rank : r.peer;
+  k.dst_rank = r.is_send ? r.peer : r.rank;
+  k.channel = r.channel;
+  return k;
+}
+
+inline uint64_t saturating_add(uint64_t a, uint64_t b) {
+  uint64_t s = a + b;
+  return s < a ? UINT64_MAX : s;
+}
+
+}  // namespace culprit

@@ -1,0 +1,154 @@
+#include "io/discover.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <thread>
+
+#include "io/nccl_trace_reader.hpp"
+#include "io/probing_csv_reader.hpp"
+
+namespace culprit {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+std::string sniff(const std::string& path, size_t n = 4096) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(n, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(n));
+  head.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return head;
+}
+
+void add_files_of(const fs::path& dir, const std::string& host, const std::string& forced,
+                  int depth, std::vector<InputFile>& out) {
+  std::error_code ec;
+  std::vector<fs::path> entries;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    entries.push_back(it->path());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& p : entries) {
+    std::error_code ec2;
+    if (fs::is_directory(p, ec2)) {
+      if (depth > 0) add_files_of(p, host, forced, depth - 1, out);
+      continue;
+    }
+    if (!fs::is_regular_file(p, ec2)) continue;
+    std::string format = detect_format(p.string(), forced);
+    if (!format.empty()) out.push_back({host, p.string(), format});
+  }
+}
+
+std::string directory_problem(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return "input directory " + dir + " does not exist";
+  if (!fs::is_directory(dir, ec)) return "input path " + dir + " is not a directory";
+  fs::directory_iterator it(dir, ec);
+  if (ec) return "cannot read input directory " + dir + ": " + ec.message();
+  return "";
+}
+
+}  // namespace
+
+std::string expand_input_template(const std::string& tmpl, const std::string& host, int rank,
+                                  const std::string& job) {
+  std::string s = replace_all(tmpl, "{host}", host);
+  s = replace_all(s, "{rank}", std::to_string(rank));
+  return replace_all(s, "{job}", job);
+}
+
+std::string detect_format(const std::string& path, const std::string& forced) {
+  std::string ext = fs::path(path).extension().string();
+  bool candidate = ext == ".json" || ext == ".txt" || ext == ".csv" || ext == ".shard";
+  if (!forced.empty() && forced != "auto") return candidate ? forced : "";
+  if (!candidate) return "";
+  if (ext == ".csv") return "probing-csv";
+  if (ext == ".shard") return "shard";
+  std::string head = sniff(path, 512);
+  if (ext == ".txt" && head.find("\"ph\"") == std::string::npos) return "";  // not a trace
+  return "nccl-json";
+}
+
+Discovery discover_node_local(const std::string& dir, const std::string& host,
+                              const std::string& forced_format) {
+  Discovery d;
+  d.error = directory_problem(dir);
+  if (!d.error.empty()) return d;
+  add_files_of(dir, host, forced_format, 1, d.files);
+  return d;
+}
+
+std::vector<std::string> shared_hosts(const std::string& dir, std::string* error) {
+  std::vector<std::string> hosts;
+  std::string problem = directory_problem(dir);
+  if (!problem.empty()) {
+    if (error) *error = problem;
+    return hosts;
+  }
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2)) hosts.push_back(it->path().filename().string());
+  }
+  std::sort(hosts.begin(), hosts.end());
+  return hosts;
+}
+
+Discovery discover_shared(const std::string& dir, int rank, int size,
+                          const std::string& forced_format) {
+  Discovery d;
+  std::vector<std::string> hosts = shared_hosts(dir, &d.error);
+  if (!d.error.empty()) return d;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(size)) != rank) continue;
+    add_files_of(fs::path(dir) / hosts[i], hosts[i], forced_format, 1, d.files);
+  }
+  return d;
+}
+
+void read_one_file(const InputFile& f, LocalData& data) {
+  if (f.format == "nccl-json") {
+    read_nccl_trace_file(f.path, f.host, data);
+  } else if (f.format == "probing-csv") {
+    read_probing_csv_file(f.path, f.host, data);
+  } else {
+    InputReport report;
+    report.host = f.host;
+    report.path = f.path;
+    report.format = f.format;
+    report.error = "format '" + f.format + "' is not supported by this build";
+    data.inputs.push_back(std::move(report));
+  }
+}
+
+void read_input_files(const std::vector<InputFile>& files, LocalData& data, unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(files.size()));
+  if (threads <= 1) {
+    for (const InputFile& f : files) read_one_file(f, data);
+    return;
+  }
+  // Files in parallel, one LocalData per file, merged in file order so that the result does
+  // not depend on scheduling.
+  std::vector<LocalData> parts(files.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < files.size(); i = next++) read_one_file(files[i], parts[i]);
+    });
+  }
+  for (std::thread& t : pool) t.join();
+  for (LocalData& part : parts) data.absorb(std::move(part));
+}
+
+}  // namespace culprit

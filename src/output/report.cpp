@@ -1,0 +1,353 @@
+// render_report: the text report for a person at a terminal.
+//
+// Compact whatever the job size (about 40 lines at most plus notes): a header, the culprits
+// (most blame first, at most kMaxCulprits), the longest chain of a victim to each of the top
+// culprits, a summary of processes and edges (counts by verdict, the few worst), the inputs
+// (listed only when few, else totals and the files with rejections), and the run notes.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "output/results_io.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr std::size_t kMaxCulprits = 10;   // culprit lines
+constexpr std::size_t kChainCulprits = 3;  // culprits whose longest chain is shown
+constexpr std::size_t kChainHeadHops = 4;  // hops shown before "..." in a long chain
+constexpr std::size_t kChainTailHops = 3;  // hops shown after it
+constexpr std::size_t kWorstEdges = 3;
+constexpr std::size_t kMaxInputLines = 6;
+constexpr std::size_t kMaxNotes = 15;
+constexpr std::size_t kLineWidth = 100;
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  if (n < 0) return {};
+  if (static_cast<std::size_t>(n) < sizeof buf)
+    return std::string(buf, static_cast<std::size_t>(n));
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  va_start(args, fmt);
+  std::vsnprintf(out.data(), out.size(), fmt, args);
+  va_end(args);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+std::string duration(uint64_t ns) {
+  if (ns < 1000) return format("%" PRIu64 " ns", ns);
+  const double v = static_cast<double>(ns);
+  if (ns < 1000000) return format("%.1f us", v / 1e3);
+  if (ns < 1000000000) return format("%.1f ms", v / 1e6);
+  return format("%.2f s", v / 1e9);
+}
+
+std::string plural(uint64_t n, const char* one, const char* many) {
+  return format("%" PRIu64 " %s", n, n == 1 ? one : many);
+}
+
+// Lookups by process id (the process table's row index in practice, but do not rely on it).
+class Processes {
+ public:
+  explicit Processes(const AnalysisResults& r) : results_(r) {
+    for (std::size_t i = 0; i < r.processes.size(); ++i) by_id_[r.processes[i].process_id] = i;
+    for (const CommRankRow& c : r.comm_ranks) {
+      auto [it, inserted] = widest_rank_.try_emplace(c.process_id, &c);
+      const CommRankRow* best = it->second;
+      if (!inserted && (c.n_ranks > best->n_ranks ||
+                        (c.n_ranks == best->n_ranks && c.comm_hash < best->comm_hash))) {
+        it->second = &c;
+      }
+    }
+  }
+
+  const ProcessRow* find(int64_t id) const {
+    if (id < 0 || id > UINT32_MAX) return nullptr;
+    auto it = by_id_.find(static_cast<uint32_t>(id));
+    return it == by_id_.end() ? nullptr : &results_.processes[it->second];
+  }
+
+  // "node001:pid 4702", or "process 7" when the process table lacks it.
+  std::string name(int64_t id) const {
+    if (const ProcessRow* p = find(id))
+      return format("%s:pid %" PRId64, host(p->host).c_str(), p->pid);
+    return format("process %" PRId64, id);
+  }
+
+  // "rank 5/32" in the process's widest communicator, or "" when unknown.
+  std::string rank(uint32_t id) const {
+    auto it = widest_rank_.find(id);
+    if (it == widest_rank_.end()) return {};
+    return format("rank %d/%d", it->second->comm_rank, it->second->n_ranks);
+  }
+
+  static std::string host(const std::string& h) { return h.empty() ? "?" : h; }
+
+ private:
+  const AnalysisResults& results_;
+  std::unordered_map<uint32_t, std::size_t> by_id_;
+  std::unordered_map<uint32_t, const CommRankRow*> widest_rank_;
+};
+
+void header(const AnalysisResults& r, std::ostream& out) {
+  const RunInfo& i = r.info;
+  out << "nccl-culprit " << (i.tool_version.empty() ? "?" : i.tool_version) << "  status "
+      << i.status << "  "
+      << plural(static_cast<uint64_t>(std::max(i.processes, 0)), "process", "processes") << "  "
+      << plural(static_cast<uint64_t>(std::max(i.analyzer_ranks, 0)), "analyzer rank",
+                "analyzer ranks")
+      << "  reduce " << i.reduce_path << "\n";
+  out << "input: " << (i.input.empty() ? "?" : i.input) << "  seq window " << i.seq_window;
+  if (!i.created_utc.empty()) out << "  created " << i.created_utc;
+  out << "\n";
+  if (i.status != "ok") {
+    out << "WARNING: status '" << i.status
+        << "': some node's data was missing or unreadable; the verdict may be incomplete.\n";
+  }
+}
+
+void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+  out << "\n";
+  if (r.culprits.empty()) {
+    out << "No culprit: no significant waiting found.\n";
+    return;
+  }
+  out << "Culprits (most blame first):\n";
+  const std::size_t shown = std::min(r.culprits.size(), kMaxCulprits);
+  std::vector<std::string> names(shown);
+  std::size_t name_width = 0;
+  for (std::size_t k = 0; k < shown; ++k) {
+    const CulpritRow& c = r.culprits[k];
+    names[k] = format("%s:pid %" PRId64, Processes::host(c.host).c_str(), c.pid);
+    name_width = std::max(name_width, names[k].size());
+  }
+  for (std::size_t k = 0; k < shown; ++k) {
+    const CulpritRow& c = r.culprits[k];
+    std::string where = format("process %u", c.process_id);
+    const std::string rank = procs.rank(c.process_id);
+    if (!rank.empty()) where += ", " + rank;
+    const std::string number = format("#%zu", k + 1);
+    out << format("  %-3s %-*s  %-12s  blame %5.1f%% (%s)  victims %u  score %.2f  [%s]\n",
+                  number.c_str(), static_cast<int>(name_width), names[k].c_str(),
+                  c.culprit_class.c_str(), c.blame_share * 100.0, duration(c.blame_ns).c_str(),
+                  c.victims, c.score, where.c_str());
+    if (c.peer_process_id >= 0) {
+      out << "      link to " << procs.name(c.peer_process_id);
+      if (procs.find(c.peer_process_id)) out << format(" (process %" PRId64 ")", c.peer_process_id);
+      out << "\n";
+    }
+  }
+  if (r.culprits.size() > shown) {
+    out << "  ... and " << plural(r.culprits.size() - shown, "more culprit", "more culprits")
+        << " (see the results file)\n";
+  }
+}
+
+// Chains grouped by victim, hops in order.
+std::map<uint32_t, std::vector<ChainRow>> chains_by_victim(const AnalysisResults& r) {
+  std::map<uint32_t, std::vector<ChainRow>> by_victim;
+  for (const ChainRow& c : r.chains) by_victim[c.victim].push_back(c);
+  for (auto& [victim, hops] : by_victim) {
+    std::sort(hops.begin(), hops.end(),
+              [](const ChainRow& a, const ChainRow& b) { return a.hop < b.hop; });
+  }
+  return by_victim;
+}
+
+// Prints "a -> b -> ... -> root (root)", wrapped at kLineWidth, long chains shortened.
+void print_chain(const std::vector<ChainRow>& hops, const Processes& procs, std::ostream& out) {
+  std::vector<std::string> tokens;
+  const std::size_t n = hops.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (n > kChainHeadHops + kChainTailHops + 1 && i == kChainHeadHops) {
+      tokens.push_back(format("... %zu more ...", n - kChainHeadHops - kChainTailHops));
+      i = n - kChainTailHops - 1;
+      continue;
+    }
+    std::string t = procs.name(hops[i].process_id);
+    if (i + 1 == n) t += " (root)";
+    tokens.push_back(t);
+  }
+  std::string line = "    ";
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const std::string piece = (i ? " -> " : "") + tokens[i];
+    if (i && line.size() + piece.size() > kLineWidth) {
+      out << line << "\n";
+      line = "      " + piece;
+    } else {
+      line += piece;
+    }
+  }
+  out << line << "\n";
+}
+
+void longest_chains(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+  if (r.culprits.empty() || r.chains.empty()) return;
+  const auto by_victim = chains_by_victim(r);
+  const std::size_t shown = std::min(r.culprits.size(), kChainCulprits);
+  for (std::size_t k = 0; k < shown; ++k) {
+    const CulpritRow& c = r.culprits[k];
+    const std::vector<ChainRow>* best = nullptr;
+    for (const auto& [victim, hops] : by_victim) {
+      const uint32_t root = hops.back().process_id;
+      const bool ends_here =
+          root == c.process_id || (c.peer_process_id >= 0 && root == c.peer_process_id);
+      if (ends_here && hops.size() >= 2 && (!best || hops.size() > best->size())) best = &hops;
+    }
+    if (!best) continue;
+    out << "\nLongest chain to #" << k + 1 << " (" << plural(best->size() - 1, "hop", "hops")
+        << "):\n";
+    print_chain(*best, procs, out);
+  }
+}
+
+void process_summary(const AnalysisResults& r, std::ostream& out) {
+  if (r.processes.empty()) return;
+  std::size_t culprit = 0, victim = 0, healthy = 0, other = 0;
+  for (const ProcessRow& p : r.processes) {
+    if (p.role == "culprit")
+      ++culprit;
+    else if (p.role == "victim")
+      ++victim;
+    else if (p.role == "healthy")
+      ++healthy;
+    else
+      ++other;
+  }
+  out << "\nProcesses: " << r.processes.size() << " (" << culprit << " culprit, " << victim
+      << " victim, " << healthy << " healthy";
+  if (other) out << ", " << other << " other";
+  out << ")\n";
+}
+
+// The wait that a verdict is about, with its label.
+std::pair<uint64_t, const char*> verdict_wait(const EdgeRow& e) {
+  if (e.verdict == "late_data") return {e.recv_wait_ns, "recv wait"};
+  if (e.verdict == "no_credit") return {e.send_peer_wait_ns, "send peer wait"};
+  if (e.verdict == "slow_link") return {e.send_wait_ns, "send wait"};
+  if (e.verdict == "slow_flush") return {e.recv_flush_wait_ns, "recv flush wait"};
+  return {std::max({e.send_gpu_wait_ns, e.send_peer_wait_ns, e.send_wait_ns, e.recv_wait_ns,
+                    e.recv_flush_wait_ns, e.recv_gpu_wait_ns}),
+          "max wait"};
+}
+
+void edge_summary(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+  if (r.edges.empty()) return;
+  static const char* const kOrder[] = {"normal", "late_data", "no_credit", "slow_link",
+                                       "slow_flush"};
+  std::map<std::string, std::size_t> counts;
+  for (const EdgeRow& e : r.edges) ++counts[e.verdict];
+  out << "Edges: " << plural(r.edges.size(), "connection", "connections") << ":";
+  const char* sep = " ";
+  for (const char* v : kOrder) {
+    auto it = counts.find(v);
+    if (it == counts.end()) continue;
+    out << sep << it->second << " " << v;
+    sep = ", ";
+    counts.erase(it);
+  }
+  for (const auto& [verdict, n] : counts) {
+    out << sep << n << " " << (verdict.empty() ? "?" : verdict);
+    sep = ", ";
+  }
+  out << "\n";
+
+  std::vector<const EdgeRow*> flagged;
+  for (const EdgeRow& e : r.edges) {
+    if (e.verdict != "normal") flagged.push_back(&e);
+  }
+  const std::size_t shown = std::min(flagged.size(), kWorstEdges);
+  std::stable_sort(flagged.begin(), flagged.end(), [](const EdgeRow* a, const EdgeRow* b) {
+    return verdict_wait(*a).first > verdict_wait(*b).first;
+  });
+  if (shown) out << "  worst flagged (sender -> receiver):\n";
+  for (std::size_t k = 0; k < shown; ++k) {
+    const EdgeRow& e = *flagged[k];
+    const auto [wait, label] = verdict_wait(e);
+    out << format("    %-10s %s -> %s  comm 0x%" PRIx64 " ch %d  %s %s\n", e.verdict.c_str(),
+                  procs.name(e.src_process).c_str(), procs.name(e.dst_process).c_str(), e.comm_hash,
+                  e.channel, label, duration(wait).c_str());
+  }
+}
+
+void input_summary(const AnalysisResults& r, std::ostream& out) {
+  out << "\n";
+  if (r.inputs.empty()) {
+    out << "Inputs: none recorded\n";
+    return;
+  }
+  uint64_t records = 0, rejected = 0;
+  std::map<std::string, std::size_t> formats;
+  for (const InputRow& i : r.inputs) {
+    records += i.records;
+    rejected += i.rejected;
+    ++formats[i.format.empty() ? "?" : i.format];
+  }
+  out << "Inputs: " << plural(r.inputs.size(), "file", "files") << " (";
+  const char* sep = "";
+  for (const auto& [f, n] : formats) {
+    out << sep << n << " " << f;
+    sep = ", ";
+  }
+  out << "), " << plural(records, "record", "records") << ", " << rejected << " rejected\n";
+
+  auto line = [&](const InputRow& i) {
+    out << format("  %s:%s  %s  %" PRIu64 " records, %" PRIu64 " rejected\n",
+                  Processes::host(i.host).c_str(), i.path.c_str(), i.format.c_str(), i.records,
+                  i.rejected);
+  };
+  if (r.inputs.size() <= kMaxInputLines) {
+    for (const InputRow& i : r.inputs) line(i);
+    return;
+  }
+  std::vector<const InputRow*> with_rejections;
+  for (const InputRow& i : r.inputs) {
+    if (i.rejected) with_rejections.push_back(&i);
+  }
+  std::stable_sort(with_rejections.begin(), with_rejections.end(),
+                   [](const InputRow* a, const InputRow* b) { return a->rejected > b->rejected; });
+  const std::size_t shown = std::min(with_rejections.size(), kMaxInputLines);
+  for (std::size_t k = 0; k < shown; ++k) line(*with_rejections[k]);
+  if (with_rejections.size() > shown) {
+    out << "  ... and " << plural(with_rejections.size() - shown, "more file", "more files")
+        << " with rejections\n";
+  }
+}
+
+void notes(const AnalysisResults& r, std::ostream& out) {
+  if (r.info.notes.empty()) return;
+  out << "\nNotes:\n";
+  const std::size_t shown = std::min(r.info.notes.size(), kMaxNotes);
+  for (std::size_t k = 0; k < shown; ++k) out << "  " << r.info.notes[k] << "\n";
+  if (r.info.notes.size() > shown) {
+    out << "  ... and " << plural(r.info.notes.size() - shown, "more note", "more notes") << "\n";
+  }
+}
+
+}  // namespace
+
+void render_report(const AnalysisResults& results, std::ostream& out) {
+  const Processes procs(results);
+  header(results, out);
+  culprits(results, procs, out);
+  longest_chains(results, procs, out);
+  process_summary(results, out);
+  if (results.processes.empty() && !results.edges.empty()) out << "\n";
+  edge_summary(results, procs, out);
+  input_summary(results, out);
+  notes(results, out);
+}
+
+}  // namespace culprit

@@ -1,0 +1,227 @@
+#include "pipeline/analyze.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <iostream>
+#include <stdexcept>
+
+#include "analysis/attribution.hpp"
+#include "core/version.hpp"
+#include "io/discover.hpp"
+#include "io/nccl_trace_reader.hpp"
+#include "mock/simulator.hpp"
+#include "output/results_io.hpp"
+#include "pipeline/exchange.hpp"
+#include "pipeline/local_stage.hpp"
+
+namespace culprit {
+namespace {
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Errors of this rank alone carry the rank and host so that a user of a 1000-node job can
+// find the node at fault.
+void say_error(const Communicator& comm, const std::string& host, const std::string& text) {
+  if (comm.size() > 1)
+    std::cerr << "nccl-culprit: [rank " << comm.rank() << " " << host << "] " << text << "\n";
+  else
+    std::cerr << "nccl-culprit: " << text << "\n";
+}
+
+struct Collected {
+  LocalData data;
+  bool node_failed = false;   // this node's input could not be read at all
+  std::string describe_input;
+};
+
+Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string& host) {
+  Collected c;
+  if (!o.mock.empty()) {
+    mock::Simulation sim(mock::Scenario::parse(o.mock));
+    std::vector<std::string> hosts = sim.hosts();
+    for (size_t node = 0; node < hosts.size(); ++node) {
+      if (static_cast<int>(node % static_cast<size_t>(comm.size())) != comm.rank()) continue;
+      for (const mock::RenderedFile& f : sim.render_host_nccl_json(static_cast<int>(node)))
+        read_nccl_trace_buffer(f.content, "mock:" + hosts[node] + "/" + f.name, hosts[node], c.data);
+    }
+    c.describe_input = "mock:" + o.mock;
+    return c;
+  }
+  Discovery d;
+  if (!o.shared.empty()) {
+    d = discover_shared(o.shared, comm.rank(), comm.size(), o.format);
+    c.describe_input = o.shared;
+  } else {
+    std::string tmpl = o.input;
+    if (tmpl.empty()) {
+      const char* env = std::getenv("NCCL_CULPRIT_DIR");
+      tmpl = env && *env ? env : "/dev/shm/nccl-culprit/{job}";
+    }
+    std::string dir = expand_input_template(tmpl, host, comm.rank(), current_job_id());
+    d = discover_node_local(dir, host, o.format);
+    c.describe_input = tmpl;
+  }
+  if (!d.error.empty()) {
+    say_error(comm, host, d.error);
+    c.node_failed = true;
+    return c;
+  }
+  read_input_files(d.files, c.data);
+  for (const InputReport& in : c.data.inputs)
+    if (!in.error.empty()) say_error(comm, host, in.path + ": " + in.error);
+  return c;
+}
+
+AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
+                         const Observations& obs, const std::vector<InputReport>& inputs,
+                         bool any_node_failed, const std::string& describe_input,
+                         const std::string& reduce_path, const std::vector<std::string>& notes) {
+  Attribution a = attribute(obs);
+  AnalysisResults r;
+  r.info.tool_version = kToolVersion;
+  r.info.format_version = kFormatVersion;
+  r.info.seq_window = o.seq_window;
+  r.info.analyzer_ranks = comm.size();
+  r.info.processes = static_cast<int32_t>(a.processes.size());
+  r.info.created_utc = utc_now_iso8601();
+  r.info.input = describe_input;
+  r.info.reduce_path = reduce_path;
+  bool partial = any_node_failed;
+  for (const InputReport& in : inputs) {
+    partial = partial || !in.error.empty();
+    InputRow row{in.host, in.path, in.format, in.records, in.rejected};
+    r.inputs.push_back(row);
+    if (in.rejected > 0 || !in.error.empty()) {
+      std::string why = in.error;
+      for (const auto& [reason, count] : in.reject_reasons)
+        why += (why.empty() ? "" : "; ") + std::to_string(count) + "x " + reason;
+      r.info.notes.push_back(in.path + ": " + why);
+    }
+  }
+  for (const EdgeRow& e : a.edges) partial = partial || e.send_steps == 0 || e.recv_steps == 0;
+  r.info.status = partial ? "partial" : "ok";
+  r.info.notes.insert(r.info.notes.end(), notes.begin(), notes.end());
+  r.info.notes.insert(r.info.notes.end(), a.notes.begin(), a.notes.end());
+  r.processes = std::move(a.processes);
+  r.comm_ranks = std::move(a.comm_ranks);
+  r.edges = std::move(a.edges);
+  r.culprits = std::move(a.culprits);
+  r.chains = std::move(a.chains);
+  return r;
+}
+
+std::string expand_output(const std::string& tmpl, const std::string& host, int rank) {
+  return expand_input_template(tmpl, host, rank, current_job_id());
+}
+
+}  // namespace
+
+std::string current_job_id() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  return job && *job ? job : "local";
+}
+
+std::string current_host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+int run_analyze(const AnalyzeOptions& o, Communicator& world) {
+  const std::string host = current_host_name();
+  // --local-only: every process analyses its own node alone, with no traffic at all.
+  std::unique_ptr<Communicator> serial;
+  if (o.local_only) serial = make_serial_communicator();
+  Communicator& comm = o.local_only ? *serial : world;
+
+  ReducePath reduce_path;
+  if (!parse_reduce_path(o.reduce, &reduce_path)) {
+    if (world.rank() == 0) std::cerr << "nccl-culprit: --reduce must be cpu, cuda or auto\n";
+    return kExitUsage;
+  }
+
+  // Phase 1: read.
+  Collected collected;
+  bool ok = true;
+  try {
+    collected = collect(o, comm, host);
+  } catch (const std::invalid_argument& e) {
+    // Same spec on every rank: every rank fails the same way, no collective needed.
+    if (world.rank() == 0) std::cerr << "nccl-culprit: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("reading input failed: ") + e.what());
+    ok = false;
+  }
+  if (!comm.all_agree(ok)) return kExitFailure;
+
+  // Phase 2: reduce (after agreeing on each communicator's sequence window).
+  LocalStageResult local;
+  try {
+    std::vector<CommWindow> windows = agree_windows(comm, collected.data, o.seq_window);
+    local = run_local_stage(collected.data, windows, reduce_path);
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("local reduction failed: ") + e.what());
+    ok = false;
+  }
+  if (!comm.all_agree(ok)) return kExitFailure;
+
+  // Phase 3: exchange.
+  Observations obs;
+  std::vector<InputReport> inputs;
+  uint64_t failed_nodes = comm.all_sum({collected.node_failed ? 1u : 0u})[0];
+  std::vector<std::string> notes;
+  if (!local.reduce_note.empty()) notes.push_back(local.reduce_note);
+  try {
+    gather_observations(comm, local.summary, o.seq_window, &obs, &inputs);
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("exchange failed: ") + e.what());
+    ok = false;
+  }
+  if (!comm.all_agree(ok)) return kExitFailure;
+
+  // Phases 4 and 5 on rank 0: analyse and write. The exit code is then shared.
+  int code = kExitOk;
+  if (comm.rank() == 0) {
+    uint64_t records = 0;
+    for (const InputReport& in : inputs) records += in.records;
+    if (records == 0 || obs.edges.empty()) {
+      std::cerr << "nccl-culprit: no usable profiler data in " << collected.describe_input
+                << " (" << inputs.size() << " file(s) read, " << failed_nodes
+                << " node(s) without input)\n";
+      code = kExitNoData;
+    } else {
+      try {
+        if (failed_nodes)
+          notes.push_back(std::to_string(failed_nodes) + " analyzer process(es) found no input");
+        AnalysisResults results = assemble(o, comm, obs, inputs, failed_nodes > 0,
+                                           collected.describe_input, local.reduce_path, notes);
+        std::string output = o.output.empty() ? "nccl-culprit-{job}.h5" : o.output;
+        if (o.local_only && world.size() > 1 && output.find("{rank}") == std::string::npos &&
+            output.find("{host}") == std::string::npos)
+          output = output.substr(0, output.rfind(".h5")) + "-{host}-{rank}.h5";
+        output = expand_output(output, host, world.rank());
+        write_results_h5(results, output);
+        if (!o.json.empty()) write_results_json(results, expand_output(o.json, host, world.rank()));
+        if (!o.quiet) render_report(results, std::cout);
+      } catch (const std::exception& e) {
+        std::cerr << "nccl-culprit: " << e.what() << "\n";
+        code = kExitFailure;
+      }
+    }
+  }
+  std::vector<uint64_t> shared_code = comm.all_max({static_cast<uint64_t>(code)});
+  return static_cast<int>(shared_code[0]);
+}
+
+}  // namespace culprit

@@ -1,0 +1,34 @@
+// `nccl-culprit analyze`: read -> reduce -> exchange -> analyse -> write, every phase
+// ending in an agreement so that one node's failure is a clean error everywhere.
+#pragma once
+
+#include <string>
+
+#include "comm/communicator.hpp"
+
+namespace culprit {
+
+struct AnalyzeOptions {
+  std::string input;          // --input template (node-local)
+  std::string shared;         // --shared DIR
+  std::string mock;           // --mock SPEC
+  std::string format = "auto";
+  int seq_window = 20;
+  bool local_only = false;
+  std::string reduce = "auto";
+  std::string output;         // default nccl-culprit-{job}.h5
+  std::string json;
+  bool quiet = false;
+};
+
+// Exit codes of CONTRACT.md.
+enum ExitCode : int { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitNoData = 3 };
+
+// Collective over `comm`. Returns the exit code, the same on every rank.
+int run_analyze(const AnalyzeOptions& options, Communicator& comm);
+
+// The job id used in default paths: SLURM_JOB_ID, else "local".
+std::string current_job_id();
+std::string current_host_name();
+
+}  // namespace culprit

@@ -1,0 +1,194 @@
+#include "pipeline/exchange.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "reduce/edge_reduce.hpp"
+
+namespace culprit {
+namespace {
+
+template <size_t N>
+void copy_text(char (&dst)[N], const std::string& src) {
+  std::memset(dst, 0, N);
+  std::memcpy(dst, src.data(), std::min(src.size(), N - 1));
+}
+
+template <size_t N>
+std::string text_of(const char (&src)[N]) {
+  return std::string(src, strnlen(src, N));
+}
+
+struct WireProcess {
+  char host[64];
+  int64_t pid;
+};
+
+struct WireCommRank {
+  uint64_t comm_hash;
+  uint64_t newest_seq;
+  int64_t kernel_late_sum_ns;
+  int32_t rank;
+  uint32_t process;
+  uint32_t kernel_samples;
+  uint32_t has_collective;
+};
+
+constexpr int kWireReasons = 3;
+struct WireInput {
+  char host[64];
+  char path[256];
+  char format[16];
+  char error[160];
+  char reason[kWireReasons][96];
+  uint64_t reason_count[kWireReasons];
+  uint64_t records;
+  uint64_t rejected;
+};
+
+struct WireHeader {
+  uint64_t magic;
+  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs;
+};
+constexpr uint64_t kMagic = 0x6e63636c63756c31ull;  // "nccl cul1"
+
+template <typename T>
+void append(std::vector<char>& out, const T* items, size_t n) {
+  size_t at = out.size();
+  out.resize(at + n * sizeof(T));
+  if (n) std::memcpy(out.data() + at, items, n * sizeof(T));
+}
+
+template <typename T>
+std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
+  if (n > (in.size() - at) / sizeof(T)) throw std::runtime_error("truncated exchange blob");
+  std::vector<T> out(n);
+  if (n) std::memcpy(out.data(), in.data() + at, n * sizeof(T));
+  at += n * sizeof(T);
+  return out;
+}
+
+}  // namespace
+
+std::vector<char> pack_node_summary(const NodeSummary& s) {
+  WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size()};
+  std::vector<char> out;
+  append(out, &h, 1);
+  std::vector<WireProcess> procs(s.processes.size());
+  for (size_t i = 0; i < procs.size(); ++i) {
+    copy_text(procs[i].host, s.processes[i].host);
+    procs[i].pid = s.processes[i].pid;
+  }
+  append(out, procs.data(), procs.size());
+  std::vector<WireCommRank> ranks(s.comm_ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const GlobalCommRank& c = s.comm_ranks[i];
+    ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.rank, c.process,
+                c.kernel_samples, c.has_collective ? 1u : 0u};
+  }
+  append(out, ranks.data(), ranks.size());
+  append(out, s.edges.data(), s.edges.size());
+  std::vector<WireInput> inputs(s.inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputReport& in = s.inputs[i];
+    WireInput& w = inputs[i];
+    std::memset(&w, 0, sizeof(w));
+    copy_text(w.host, in.host);
+    copy_text(w.path, in.path);
+    copy_text(w.format, in.format);
+    copy_text(w.error, in.error);
+    w.records = in.records;
+    w.rejected = in.rejected;
+    std::vector<std::pair<uint64_t, std::string>> reasons;
+    for (const auto& [reason, n] : in.reject_reasons) reasons.emplace_back(n, reason);
+    std::sort(reasons.rbegin(), reasons.rend());
+    for (int k = 0; k < kWireReasons && k < static_cast<int>(reasons.size()); ++k) {
+      copy_text(w.reason[k], reasons[k].second);
+      w.reason_count[k] = reasons[k].first;
+    }
+  }
+  append(out, inputs.data(), inputs.size());
+  return out;
+}
+
+NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
+  size_t at = 0;
+  auto header = take<WireHeader>(bytes, at, 1);
+  if (header[0].magic != kMagic) throw std::runtime_error("exchange blob has a bad magic number");
+  NodeSummary s;
+  for (const WireProcess& p : take<WireProcess>(bytes, at, header[0].n_processes))
+    s.processes.push_back({text_of(p.host), p.pid});
+  for (const WireCommRank& c : take<WireCommRank>(bytes, at, header[0].n_comm_ranks)) {
+    GlobalCommRank g;
+    g.comm_hash = c.comm_hash;
+    g.rank = c.rank;
+    g.process = c.process;
+    g.newest_seq = c.newest_seq;
+    g.has_collective = c.has_collective != 0;
+    g.kernel_late_sum_ns = c.kernel_late_sum_ns;
+    g.kernel_samples = c.kernel_samples;
+    if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
+    s.comm_ranks.push_back(g);
+  }
+  s.edges = take<EdgeSummary>(bytes, at, header[0].n_edges);
+  for (const WireInput& w : take<WireInput>(bytes, at, header[0].n_inputs)) {
+    InputReport in;
+    in.host = text_of(w.host);
+    in.path = text_of(w.path);
+    in.format = text_of(w.format);
+    in.error = text_of(w.error);
+    in.records = w.records;
+    in.rejected = w.rejected;
+    for (int k = 0; k < kWireReasons; ++k)
+      if (w.reason[k][0]) in.reject_reasons[text_of(w.reason[k])] = w.reason_count[k];
+    s.inputs.push_back(std::move(in));
+  }
+  return s;
+}
+
+void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_window,
+                         Observations* observations, std::vector<InputReport>* inputs) {
+  std::vector<std::vector<char>> blobs = comm.all_gather_bytes(pack_node_summary(mine));
+  *observations = Observations();
+  observations->seq_window = seq_window;
+  inputs->clear();
+  if (comm.rank() != 0) return;
+
+  std::map<std::pair<std::string, int64_t>, uint32_t> process_index;
+  std::map<std::pair<uint64_t, int32_t>, size_t> rank_index;
+  std::vector<EdgeSummary> all_edges;
+  for (const std::vector<char>& blob : blobs) {
+    NodeSummary node = unpack_node_summary(blob);
+    std::vector<uint32_t> remap(node.processes.size());
+    for (size_t i = 0; i < node.processes.size(); ++i) {
+      auto key = std::make_pair(node.processes[i].host, node.processes[i].pid);
+      auto [it, added] = process_index.emplace(key, observations->processes.size());
+      if (added) observations->processes.push_back(node.processes[i]);
+      remap[i] = it->second;
+    }
+    for (GlobalCommRank c : node.comm_ranks) {
+      c.process = remap[c.process];
+      auto key = std::make_pair(c.comm_hash, c.rank);
+      auto it = rank_index.find(key);
+      if (it == rank_index.end()) {
+        rank_index.emplace(key, observations->comm_ranks.size());
+        observations->comm_ranks.push_back(c);
+      } else {  // the same rank reported twice (copied files): keep the richer entry
+        GlobalCommRank& seen = observations->comm_ranks[it->second];
+        seen.newest_seq = std::max(seen.newest_seq, c.newest_seq);
+        seen.has_collective = seen.has_collective || c.has_collective;
+        if (c.kernel_samples > seen.kernel_samples) {
+          seen.kernel_late_sum_ns = c.kernel_late_sum_ns;
+          seen.kernel_samples = c.kernel_samples;
+        }
+      }
+    }
+    all_edges.insert(all_edges.end(), node.edges.begin(), node.edges.end());
+    for (InputReport& in : node.inputs) inputs->push_back(std::move(in));
+  }
+  observations->edges = merge_edge_summaries(all_edges);
+}
+
+}  // namespace culprit

@@ -1,0 +1,29 @@
+// What every analyzer process sends to rank 0, and how it travels: a flat byte blob of
+// fixed-size records (sizes first, then data, through Communicator::all_gather_bytes).
+#pragma once
+
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "io/local_data.hpp"
+#include "pipeline/observations.hpp"
+
+namespace culprit {
+
+struct NodeSummary {
+  std::vector<GlobalProcess> processes;
+  std::vector<GlobalCommRank> comm_ranks;  // process = index into this node's processes
+  std::vector<EdgeSummary> edges;
+  std::vector<InputReport> inputs;         // reasons reduced to the most frequent ones
+};
+
+std::vector<char> pack_node_summary(const NodeSummary& summary);
+NodeSummary unpack_node_summary(const std::vector<char>& bytes);  // throws on a bad blob
+
+// Collective: gathers every node's summary; on rank 0 returns the merged observations
+// (processes deduplicated by host and pid, edge halves merged) and every input report.
+// Other ranks get empty results.
+void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_window,
+                         Observations* observations, std::vector<InputReport>* inputs);
+
+}  // namespace culprit

@@ -1,0 +1,83 @@
+#include "pipeline/local_stage.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace culprit {
+
+std::vector<CommWindow> agree_windows(Communicator& comm, const LocalData& data, int seq_window) {
+  std::map<uint64_t, uint64_t> newest;
+  for (const CommRankSeen& c : data.comm_ranks)
+    if (c.has_collective) newest[c.comm_hash] = std::max(newest[c.comm_hash], c.newest_seq);
+  std::vector<CommWindow> mine;
+  for (const auto& [hash, seq] : newest) mine.push_back({hash, seq});
+  // Communicators are not known in advance, so gather the (small) lists instead of one
+  // fixed-size reduction, then take the maximum per communicator.
+  std::map<uint64_t, uint64_t> all;
+  for (const std::vector<char>& blob : comm.all_gather_bytes(to_bytes(mine)))
+    for (const CommWindow& w : from_bytes<CommWindow>(blob))
+      all[w.comm_hash] = std::max(all[w.comm_hash], w.min_seq);
+  std::vector<CommWindow> windows;
+  uint64_t span = seq_window > 0 ? static_cast<uint64_t>(seq_window) : 1;
+  for (const auto& [hash, newest_seq] : all)
+    windows.push_back({hash, newest_seq + 1 >= span ? newest_seq + 1 - span : 0});
+  return windows;
+}
+
+void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow>& windows,
+                             std::vector<GlobalCommRank>& ranks) {
+  auto min_seq_of = [&](uint64_t comm) -> uint64_t {
+    auto it = std::lower_bound(windows.begin(), windows.end(), comm,
+                               [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
+    return it != windows.end() && it->comm_hash == comm ? it->min_seq : 0;
+  };
+  // (host, comm, seq) -> the kernel starts of that node's GPUs in that collective.
+  std::map<std::tuple<std::string, uint64_t, uint64_t>, std::vector<const KernelStartRecord*>> groups;
+  for (const KernelStartRecord& k : data.kernel_starts) {
+    if (k.seq < min_seq_of(k.comm_hash)) continue;
+    groups[{data.processes[k.process].host, k.comm_hash, k.seq}].push_back(&k);
+  }
+  std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
+  for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
+  for (auto& [key, starts] : groups) {
+    if (starts.size() < 2) continue;  // nothing to compare with on this node
+    std::vector<uint64_t> clocks;
+    for (const KernelStartRecord* k : starts) clocks.push_back(k->start_gpu_clk_ns);
+    std::sort(clocks.begin(), clocks.end());
+    // Lower median: with two GPUs the late one is measured against the early one.
+    uint64_t median = clocks[(clocks.size() - 1) / 2];
+    for (const KernelStartRecord* k : starts) {
+      auto it = by_rank.find({k->comm_hash, k->rank});
+      if (it == by_rank.end()) continue;
+      it->second->kernel_late_sum_ns +=
+          static_cast<int64_t>(k->start_gpu_clk_ns) - static_cast<int64_t>(median);
+      it->second->kernel_samples += 1;
+    }
+  }
+}
+
+LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWindow>& windows,
+                                 ReducePath path) {
+  LocalStageResult result;
+  NodeSummary& s = result.summary;
+  for (const LocalProcess& p : data.processes) s.processes.push_back({p.host, p.pid});
+  for (const CommRankSeen& c : data.comm_ranks) {
+    GlobalCommRank g;
+    g.comm_hash = c.comm_hash;
+    g.rank = c.rank;
+    g.process = c.process;
+    g.newest_seq = c.newest_seq;
+    g.has_collective = c.has_collective;
+    s.comm_ranks.push_back(g);
+  }
+  measure_kernel_lateness(data, windows, s.comm_ranks);
+  ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
+  s.edges = std::move(reduced.edges);
+  result.reduce_path = reduced.path_used;
+  result.reduce_note = reduced.note;
+  s.inputs = data.inputs;
+  return result;
+}
+
+}  // namespace culprit

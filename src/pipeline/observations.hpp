@@ -1,0 +1,38 @@
+// Everything rank 0 knows after the exchange: the processes of all nodes, who is which rank
+// of which communicator, and the merged connection summaries. The attribution reads only
+// this, so it is unit-testable on hand-built graphs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/records.hpp"
+
+namespace culprit {
+
+struct GlobalProcess {
+  std::string host;
+  int64_t pid = 0;
+};
+
+struct GlobalCommRank {
+  uint64_t comm_hash = 0;
+  int32_t rank = -1;
+  uint32_t process = 0;          // index into Observations::processes
+  uint64_t newest_seq = 0;       // newest collective sequence recorded
+  bool has_collective = false;
+  // Kernel start lateness against the median of the GPUs of the same node in the same
+  // collective (KernelCh StartGpuClk), summed over the window's collectives.
+  int64_t kernel_late_sum_ns = 0;
+  uint32_t kernel_samples = 0;
+};
+
+struct Observations {
+  std::vector<GlobalProcess> processes;
+  std::vector<GlobalCommRank> comm_ranks;
+  std::vector<EdgeSummary> edges;  // sorted by key, halves merged
+  int seq_window = 20;
+};
+
+}  // namespace culprit

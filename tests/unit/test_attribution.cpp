@@ -1,0 +1,202 @@
+// Attribution on small hand-built observations and graphs, where the right answer follows
+// from the physics by hand.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "analysis/attribution.hpp"
+#include "analysis/wait_graph.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xF00DF00DF00DF00Dull;  // above 2^63
+constexpr uint64_t kSteps = 16;
+
+// A ring over `nodes` x `gpus`, one channel, rank = node*gpus + local; the hop out of each
+// node (last local -> next node's first local) is the only network hop.
+struct RingBuilder {
+  int nodes, gpus;
+  Observations obs;
+
+  RingBuilder(int n, int g) : nodes(n), gpus(g) {
+    for (int r = 0; r < n * g; ++r) {
+      obs.processes.push_back({"node" + std::to_string(r / g), 1000 + r});
+      GlobalCommRank c;
+      c.comm_hash = kComm;
+      c.rank = r;
+      c.process = static_cast<uint32_t>(r);
+      c.newest_seq = 19;
+      c.has_collective = true;
+      obs.comm_ranks.push_back(c);
+    }
+  }
+  int ranks() const { return nodes * gpus; }
+  // Per-step phases in microseconds of the network hop leaving node `node`.
+  void hop(int node, double sgw, double spw, double sw, double rw, double rfw, double rgw) {
+    EdgeSummary e;
+    e.key.comm_hash = kComm;
+    e.key.src_rank = node * gpus + gpus - 1;
+    e.key.dst_rank = ((node + 1) % nodes) * gpus;
+    e.key.channel = 0;
+    double us[kPhaseCount] = {sgw, spw, sw, rw, rfw, rgw};
+    for (int p = 0; p < kPhaseCount; ++p) e.phase_ns[p] = static_cast<uint64_t>(us[p] * 1000 * kSteps);
+    e.send_steps = e.recv_steps = kSteps;
+    e.send_ops = e.recv_ops = 1;
+    e.send_bytes = e.recv_bytes = kSteps * 524288;
+    obs.edges.push_back(e);
+  }
+  void kernel_late(int rank, double mean_us, uint32_t samples = 20) {
+    obs.comm_ranks[static_cast<size_t>(rank)].kernel_late_sum_ns = static_cast<int64_t>(mean_us * 1000 * samples);
+    obs.comm_ranks[static_cast<size_t>(rank)].kernel_samples = samples;
+  }
+  void all_kernels_sampled() {
+    for (int r = 0; r < ranks(); ++r)
+      if (!obs.comm_ranks[static_cast<size_t>(r)].kernel_samples) kernel_late(r, (r % 3) * 2.0);
+  }
+};
+
+int deepest_chain(const Attribution& a, uint32_t root) {
+  int depth = 0;
+  for (const ProcessRow& p : a.processes)
+    if (p.attributed_root == root) depth = std::max(depth, p.chain_depth);
+  return depth;
+}
+
+TEST(Attribution, SlowLinkBetweenHealthyEndsIsNamedWithItsPeer) {
+  RingBuilder ring(4, 2);
+  // Hop out of node 1 (rank 3 -> 4) is slow: its sender's GPU is ready, SendWait is huge;
+  // everyone else starves for data.
+  for (int node = 0; node < 4; ++node) {
+    if (node == 1) ring.hop(node, 2, 4, 2600, 2650, 1.5, 2);
+    else ring.hop(node, 2600, 0.2, 50, 2650, 1.5, 2);
+  }
+  Attribution a = attribute(ring.obs);
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 3u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "network_link");
+  EXPECT_EQ(a.culprits[0].peer_process_id, 4);
+  EXPECT_EQ(a.culprits[0].victims, 7u);
+  EXPECT_GE(deepest_chain(a, 3), 3);  // victims several hops downstream still reach it
+  bool flagged = false;
+  for (const EdgeRow& e : a.edges) flagged |= e.src_rank == 3 && e.verdict == "slow_link";
+  EXPECT_TRUE(flagged);
+}
+
+TEST(Attribution, SaturatedHealthyLinkIsNotASlowLink) {
+  RingBuilder ring(4, 2);
+  // Catching up after a stall, one link runs saturated (8 sends queued: SendWait = 8 x wire
+  // time) while the others starve: that is a healthy wire at full speed, not a fault.
+  for (int node = 0; node < 4; ++node) {
+    if (node == 2) ring.hop(node, 2, 4, 330, 335, 1.5, 2);
+    else ring.hop(node, 270, 0.2, 65, 335, 1.5, 2);
+  }
+  Attribution a = attribute(ring.obs);
+  for (const CulpritRow& c : a.culprits) EXPECT_NE(c.culprit_class, "network_link");
+}
+
+TEST(Attribution, SlowConsumerIsTheReceiverThatWithholdsCredit) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) {
+    if (node == 2) ring.hop(node, 2, 1600, 49, 52, 1.5, 1600);  // rank 5 -> 6: no credit
+    else ring.hop(node, 1630, 0.1, 49, 1675, 1.5, 2);
+  }
+  Attribution a = attribute(ring.obs);
+  ASSERT_FALSE(a.culprits.empty());
+  EXPECT_EQ(a.culprits[0].process_id, 6u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "gpu_consumer");
+  EXPECT_EQ(a.culprits.size(), 1u);
+}
+
+TEST(Attribution, SlowFlushIsClassedAsFlush) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) {
+    if (node == 0) ring.hop(node, 2, 1140, 49, 52, 1140, 2);  // rank 1 -> 2: flush at 2
+    else ring.hop(node, 1150, 0.1, 49, 1195, 1.5, 2);
+  }
+  Attribution a = attribute(ring.obs);
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 2u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "flush");
+}
+
+TEST(Attribution, InteriorStragglerFoundByKernelClockAndAllRanksAreItsVictims) {
+  RingBuilder ring(4, 4);
+  for (int node = 0; node < 4; ++node) ring.hop(node, 270, 0.2, 65, 335, 1.5, 2);
+  ring.kernel_late(6, 900.0);  // node 1, local 2: no network hop of its own
+  ring.all_kernels_sampled();
+  Attribution a = attribute(ring.obs);
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 6u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "gpu_producer");
+  EXPECT_EQ(a.culprits[0].victims, 15u);
+  // A victim on node 3 reaches the root through node 2 and node 1: at least three hops.
+  EXPECT_GE(a.processes[12].chain_depth, 3);
+  EXPECT_EQ(a.processes[12].attributed_root, 6);
+  // Its chain in /chains starts at the victim and ends at the root.
+  std::vector<uint32_t> chain;
+  for (const ChainRow& c : a.chains)
+    if (c.victim == 12) chain.push_back(c.process_id);
+  ASSERT_GE(chain.size(), 4u);
+  EXPECT_EQ(chain.front(), 12u);
+  EXPECT_EQ(chain.back(), 6u);
+}
+
+TEST(Attribution, HealthyNoisyRingHasNoCulprit) {
+  RingBuilder ring(8, 2);
+  const double noise[8] = {1.00, 0.93, 1.08, 0.97, 1.05, 0.90, 1.10, 1.02};
+  for (int node = 0; node < 8; ++node)
+    ring.hop(node, 100 * noise[node], 1.5 * noise[7 - node], 230 / noise[node], 332 * noise[(node + 3) % 8],
+             1.5, 2.3 * noise[(node + 5) % 8]);
+  for (int r = 0; r < ring.ranks(); ++r) ring.kernel_late(r, 30.0 * noise[r % 8] - 30.0);
+  Attribution a = attribute(ring.obs);
+  EXPECT_TRUE(a.culprits.empty());
+  for (const ProcessRow& p : a.processes) EXPECT_EQ(p.role, "healthy");
+}
+
+TEST(Attribution, MissingHalfIsKeptAndNoted) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) ring.hop(node, 100, 1, 230, 330, 1.5, 2);
+  ring.obs.edges[1].recv_steps = 0;  // the receiving node sent no data
+  for (int p = kRecvWait; p < kPhaseCount; ++p) ring.obs.edges[1].phase_ns[p] = 0;
+  Attribution a = attribute(ring.obs);
+  EXPECT_EQ(a.edges.size(), 4u);
+  ASSERT_FALSE(a.notes.empty());
+  EXPECT_NE(a.notes[0].find("one end only"), std::string::npos);
+}
+
+TEST(WaitGraph, CycleCollapsesAndTheStrongestEvidenceIsTheRoot) {
+  // 0 -> 1 -> 2 -> 0 (a ring of waits), 3 -> 0. Evidence on 1 only.
+  std::vector<WaitEdge> edges = {{0, 1, 5, ""}, {1, 2, 5, ""}, {2, 0, 5, ""}, {3, 0, 1, ""}};
+  std::vector<RootCandidate> c(4);
+  c[1].evidence_ns = 100;
+  std::vector<uint32_t> roots = find_roots(4, edges, c, 1.0);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0], 1u);
+}
+
+TEST(WaitGraph, SinkWithoutEvidenceIsNoRootAndEvidenceUpstreamOfASinkIsExplained) {
+  // 0 -> 1 -> 2; evidence on 1 and 2: 1 waits on 2, so 2 is the root; no evidence on 4.
+  std::vector<WaitEdge> edges = {{0, 1, 5, ""}, {1, 2, 5, ""}, {3, 4, 5, ""}};
+  std::vector<RootCandidate> c(5);
+  c[1].evidence_ns = 50;
+  c[2].evidence_ns = 10;
+  std::vector<uint32_t> roots = find_roots(5, edges, c, 1.0);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0], 2u);
+}
+
+TEST(WaitGraph, VictimsGoToTheNearestRootWithTheirPath) {
+  // Flow: 0 <- 1 <- 2 <- 3 <- 4 (each depends on the previous), roots 0 and 4 is not a root.
+  std::vector<WaitEdge> flow = {{1, 0, 1, ""}, {2, 1, 1, ""}, {3, 2, 1, ""}, {4, 3, 1, ""}, {5, 6, 1, ""}};
+  GraphVerdict v = attribute_to_roots(7, flow, {0, 3});
+  EXPECT_EQ(v.attributed_root[1], 0);
+  EXPECT_EQ(v.attributed_root[2], 0);
+  EXPECT_EQ(v.attributed_root[4], 3);
+  EXPECT_EQ(v.attributed_root[5], -1);
+  EXPECT_EQ(v.chain[2], (std::vector<uint32_t>{2, 1, 0}));
+}
+
+}  // namespace
+}  // namespace culprit
