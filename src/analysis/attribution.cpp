@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -202,6 +203,29 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   }
   for (uint32_t p = 0; p < n; ++p)
     if (kernel_late_total[p] > 0) evidence[p].offer(kernel_late_total[p], "gpu_producer");
+  // A hang: collective N cannot complete until every rank has started it, so the ranks whose
+  // traces stop before the newest sequence their communicator reached are the ones that
+  // stopped; everyone else waits in N. (A trace cut inside a collective proves nothing.)
+  std::set<uint32_t> hung;
+  {
+    std::map<uint64_t, std::pair<uint64_t, uint64_t>> seq_range;  // comm -> (min, max)
+    for (const GlobalCommRank& c : obs.comm_ranks) {
+      if (!c.has_collective || c.cut_short) continue;
+      auto [it, added] = seq_range.emplace(c.comm_hash, std::make_pair(c.newest_seq, c.newest_seq));
+      it->second.first = std::min(it->second.first, c.newest_seq);
+      it->second.second = std::max(it->second.second, c.newest_seq);
+    }
+    for (const GlobalCommRank& c : obs.comm_ranks) {
+      auto it = seq_range.find(c.comm_hash);
+      if (it == seq_range.end() || !c.has_collective || c.cut_short) continue;
+      auto [lowest, newest] = it->second;
+      if (lowest < newest && c.newest_seq == lowest) hung.insert(c.process);
+    }
+  }
+  for (uint32_t p : hung) {
+    evidence[p].ns = 0;  // whatever else it shows, stopping is what everyone waits for
+    evidence[p].offer(std::numeric_limits<double>::max() / 4, "hang");
+  }
   // GPUs of one node are chained by invisible NVLink hops: a weaker GPU-side delay on a node
   // that also holds a stronger one is most likely that one's backpressure or starvation.
   {
@@ -282,21 +306,25 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     victims[static_cast<uint32_t>(r)] += 1;
     for (uint32_t hop = 0; hop < g.chain[p].size(); ++hop) out.chains.push_back({p, hop, g.chain[p][hop]});
   }
+  // Measured excess a root caused directly (no credit it withheld, the wire's extra time)
+  // counts as blame too; a hang's evidence is a ranking device, not a time.
+  for (uint32_t r : roots)
+    if (!hung.count(r)) blame[r] += evidence[r].ns;
   double total_blame = 0;
-  for (uint32_t r : roots) total_blame += blame[r] + evidence[r].ns;
+  for (uint32_t r : roots) total_blame += blame[r];
   for (uint32_t r : roots) {
     ProcessRow& row = out.processes[r];
     row.role = "culprit";
     row.culprit_class = evidence[r].culprit_class;
     row.attributed_root = r;
-    row.blame_ns = static_cast<uint64_t>(blame[r] + evidence[r].ns);
+    row.blame_ns = static_cast<uint64_t>(blame[r]);
     // Score: half from how far the evidence clears its guard (x/(1+x) with x in units of the
     // median step cycle), half from the share of processes that wait on this root.
     double cycle = 0;
     for (const auto& [comm, b] : baselines) cycle = std::max(cycle, b.cycle_ns);
     double steps = 1;
     for (const EdgeSummary& e : obs.edges) steps = std::max(steps, static_cast<double>(std::max(e.send_steps, e.recv_steps)));
-    double x = evidence[r].ns / std::max(1.0, cycle * steps * cfg.rel_floor);
+    double x = hung.count(r) ? 1e9 : evidence[r].ns / std::max(1.0, cycle * steps * cfg.rel_floor);
     double coverage = n > 1 ? static_cast<double>(victims[r]) / static_cast<double>(n - 1) : 0;
     row.score = std::clamp(0.5 * x / (1 + x) + 0.5 * coverage, 0.0, 1.0);
 
@@ -307,7 +335,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     c.culprit_class = row.culprit_class;
     c.peer_process_id = evidence[r].peer;
     c.blame_ns = row.blame_ns;
-    c.blame_share = total_blame > 0 ? (blame[r] + evidence[r].ns) / total_blame : 0;
+    c.blame_share = total_blame > 0 ? blame[r] / total_blame : 0;
     c.victims = victims[r];
     c.score = row.score;
     out.culprits.push_back(c);

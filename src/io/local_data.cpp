@@ -32,6 +32,11 @@ void LocalData::note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t proces
   }
 }
 
+void LocalData::mark_cut_short(uint64_t comm_hash, int32_t rank) {
+  auto it = comm_rank_lookup_.find(std::make_pair(comm_hash, rank));
+  if (it != comm_rank_lookup_.end()) comm_ranks[it->second].cut_short = true;
+}
+
 void LocalData::absorb(LocalData&& other) {
   std::vector<uint32_t> remap(other.processes.size());
   for (size_t i = 0; i < other.processes.size(); ++i)
@@ -39,6 +44,7 @@ void LocalData::absorb(LocalData&& other) {
   for (const CommRankSeen& c : other.comm_ranks) {
     note_comm_rank(c.comm_hash, c.rank, remap[c.process], false, 0);
     if (c.has_collective) note_comm_rank(c.comm_hash, c.rank, remap[c.process], true, c.newest_seq);
+    if (c.cut_short) mark_cut_short(c.comm_hash, c.rank);
   }
   ops.reserve(ops.size() + other.ops.size());
   for (ProxyOpRecord r : other.ops) {

@@ -25,6 +25,7 @@ struct CommRankSeen {
   uint32_t process = 0;
   uint64_t newest_seq = 0;
   bool has_collective = false;
+  bool cut_short = false;      // its trace ended inside a collective (truncated file)
 };
 
 // Outcome of reading one input file.
@@ -49,6 +50,7 @@ class LocalData {
   uint32_t process_index(const std::string& host, int64_t pid);
   void note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t process,
                       bool is_collective, uint64_t seq);
+  void mark_cut_short(uint64_t comm_hash, int32_t rank);
 
   std::vector<LocalProcess> processes;
   std::vector<CommRankSeen> comm_ranks;

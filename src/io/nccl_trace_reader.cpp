@@ -93,9 +93,13 @@ class TraceParser {
 
   void finish() {
     // Frames still open at the end of the file: the file was cut short (or the job died).
-    for (const Frame& f : stack_)
+    for (const Frame& f : stack_) {
       if (f.kind == FrameKind::kProgress || f.kind == FrameKind::kColl || f.kind == FrameKind::kP2p)
         report_.reject("unterminated event at end of file (truncated?)");
+      // A trace cut inside a collective says nothing about how far that process got.
+      if (f.kind == FrameKind::kColl && contexts_[f.context].valid)
+        data_.mark_cut_short(contexts_[f.context].comm_hash, contexts_[f.context].rank);
+    }
     stack_.clear();
     if (events_ == 0 && report_.error.empty()) {
       report_.error = report_.rejected > 0 ? "not an NCCL profiler trace (no readable event line)"

@@ -33,7 +33,7 @@ struct WireCommRank {
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
-  uint32_t has_collective;
+  uint32_t flags;  // bit 0: has_collective, bit 1: cut_short
 };
 
 constexpr int kWireReasons = 3;
@@ -86,7 +86,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
     ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.rank, c.process,
-                c.kernel_samples, c.has_collective ? 1u : 0u};
+                c.kernel_samples, (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u)};
   }
   append(out, ranks.data(), ranks.size());
   append(out, s.edges.data(), s.edges.size());
@@ -126,7 +126,8 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.rank = c.rank;
     g.process = c.process;
     g.newest_seq = c.newest_seq;
-    g.has_collective = c.has_collective != 0;
+    g.has_collective = (c.flags & 1u) != 0;
+    g.cut_short = (c.flags & 2u) != 0;
     g.kernel_late_sum_ns = c.kernel_late_sum_ns;
     g.kernel_samples = c.kernel_samples;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
@@ -179,6 +180,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
         GlobalCommRank& seen = observations->comm_ranks[it->second];
         seen.newest_seq = std::max(seen.newest_seq, c.newest_seq);
         seen.has_collective = seen.has_collective || c.has_collective;
+        seen.cut_short = seen.cut_short || c.cut_short;
         if (c.kernel_samples > seen.kernel_samples) {
           seen.kernel_late_sum_ns = c.kernel_late_sum_ns;
           seen.kernel_samples = c.kernel_samples;

@@ -69,6 +69,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
     g.process = c.process;
     g.newest_seq = c.newest_seq;
     g.has_collective = c.has_collective;
+    g.cut_short = c.cut_short;
     s.comm_ranks.push_back(g);
   }
   measure_kernel_lateness(data, windows, s.comm_ranks);

@@ -22,6 +22,7 @@ struct GlobalCommRank {
   uint32_t process = 0;          // index into Observations::processes
   uint64_t newest_seq = 0;       // newest collective sequence recorded
   bool has_collective = false;
+  bool cut_short = false;        // its trace ended inside a collective
   // Kernel start lateness against the median of the GPUs of the same node in the same
   // collective (KernelCh StartGpuClk), summed over the window's collectives.
   int64_t kernel_late_sum_ns = 0;
