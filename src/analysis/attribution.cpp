@@ -143,6 +143,26 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
         kernel_late_total[c.process] += (mean - base.median) * c.kernel_samples;
     }
   }
+  // ---- late arrival seen on the proxy's own clock ---------------------------------------------
+  // Every rank's receive ops end when the collective's data has gone round; a rank that posts
+  // them late (it arrives late at each collective) has the shortest ops. This finds a late
+  // GPU even with no node peer to compare kernel clocks with.
+  {
+    std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
+    for (const GlobalCommRank& c : obs.comm_ranks)
+      if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
+    for (const auto& [comm, members] : by_comm) {
+      std::vector<double> means;
+      for (const GlobalCommRank* c : members) means.push_back(static_cast<double>(c->op_time_sum_ns) / c->op_samples);
+      Robust base = robust_of(means);
+      if (base.n < kMinRobustSample) continue;
+      double guard = std::max({cfg.mad_k * base.sigma, cfg.kernel_rel_floor * base.median, cfg.kernel_abs_floor_ns});
+      for (const GlobalCommRank* c : members) {
+        double shorter = base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples;
+        if (shorter > guard) kernel_late_total[c->process] += shorter * c->op_samples;
+      }
+    }
+  }
   std::map<std::string, std::vector<uint32_t>> late_on_host;
   for (uint32_t p = 0; p < n; ++p)
     if (kernel_late_total[p] > 0) late_on_host[procs[p].host].push_back(p);

@@ -28,7 +28,8 @@ struct ProxyOpRecord {
   uint64_t comm_hash = 0;
   uint64_t seq = 0;            // collective SeqNum; for p2p an ordinal per (comm, rank, peer, dir)
   uint64_t bytes = 0;          // bytes moved by this op (bounded by steps x chunk size)
-  uint64_t start_ns = 0;       // op start on the recording process's own clock (ordering only)
+  uint64_t start_ns = 0;       // op start on the recording process's own clock
+  uint64_t end_ns = 0;         // op end on the same clock (0 when unknown)
   uint64_t phase_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};
   uint32_t process = 0;        // index into the reading node's local process table
   int32_t rank = -1;           // communicator rank of the recording process

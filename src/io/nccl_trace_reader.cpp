@@ -299,6 +299,7 @@ class TraceParser {
     r.is_p2p = ctx.is_p2p ? 1 : 0;
     r.process = process_;
     r.start_ns = static_cast<uint64_t>(std::max<int64_t>(op_.start_ts, 0));
+    r.end_ns = static_cast<uint64_t>(std::max<int64_t>(end_ts, op_.start_ts));
     // transSize can be inflated by slot reuse; Steps x ChunkSize bounds it.
     r.bytes = op_.trans;
     if (op_.n_steps > 0 && op_.chunk > 0)

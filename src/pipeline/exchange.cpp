@@ -30,10 +30,13 @@ struct WireCommRank {
   uint64_t comm_hash;
   uint64_t newest_seq;
   int64_t kernel_late_sum_ns;
+  uint64_t op_time_sum_ns;
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
   uint32_t flags;  // bit 0: has_collective, bit 1: cut_short
+  uint32_t op_samples;
+  uint32_t pad;
 };
 
 constexpr int kWireReasons = 3;
@@ -85,8 +88,9 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   std::vector<WireCommRank> ranks(s.comm_ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
-    ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.rank, c.process,
-                c.kernel_samples, (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u)};
+    ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.rank, c.process,
+                c.kernel_samples, (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u),
+                c.op_samples, 0};
   }
   append(out, ranks.data(), ranks.size());
   append(out, s.edges.data(), s.edges.size());
@@ -130,6 +134,8 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.cut_short = (c.flags & 2u) != 0;
     g.kernel_late_sum_ns = c.kernel_late_sum_ns;
     g.kernel_samples = c.kernel_samples;
+    g.op_time_sum_ns = c.op_time_sum_ns;
+    g.op_samples = c.op_samples;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
     s.comm_ranks.push_back(g);
   }
@@ -184,6 +190,10 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
         if (c.kernel_samples > seen.kernel_samples) {
           seen.kernel_late_sum_ns = c.kernel_late_sum_ns;
           seen.kernel_samples = c.kernel_samples;
+        }
+        if (c.op_samples > seen.op_samples) {
+          seen.op_time_sum_ns = c.op_time_sum_ns;
+          seen.op_samples = c.op_samples;
         }
       }
     }

@@ -57,6 +57,22 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
   }
 }
 
+void measure_op_times(const LocalData& data, const std::vector<CommWindow>& windows,
+                      std::vector<GlobalCommRank>& ranks) {
+  std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
+  for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
+  for (const ProxyOpRecord& op : data.ops) {
+    // Receive ops only: they all end when the collective's last data arrives, so their
+    // lengths differ by when each rank posted them. Send ops end earlier and would mix in a
+    // second population.
+    if (op.is_p2p || op.is_send || op.end_ns <= op.start_ns || !record_in_window(op, windows)) continue;
+    auto it = by_rank.find({op.comm_hash, op.rank});
+    if (it == by_rank.end()) continue;
+    it->second->op_time_sum_ns += op.end_ns - op.start_ns;
+    it->second->op_samples += 1;
+  }
+}
+
 LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWindow>& windows,
                                  ReducePath path) {
   LocalStageResult result;
@@ -73,6 +89,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
     s.comm_ranks.push_back(g);
   }
   measure_kernel_lateness(data, windows, s.comm_ranks);
+  measure_op_times(data, windows, s.comm_ranks);
   ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
   s.edges = std::move(reduced.edges);
   result.reduce_path = reduced.path_used;

@@ -27,6 +27,10 @@ struct LocalStageResult {
   std::string reduce_note;  // why CUDA was not used, when relevant
 };
 
+// Collective receive-op durations per (communicator, rank) within the window.
+void measure_op_times(const LocalData& data, const std::vector<CommWindow>& windows,
+                      std::vector<GlobalCommRank>& ranks);
+
 LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWindow>& windows,
                                  ReducePath path);
 

@@ -27,6 +27,11 @@ struct GlobalCommRank {
   // collective (KernelCh StartGpuClk), summed over the window's collectives.
   int64_t kernel_late_sum_ns = 0;
   uint32_t kernel_samples = 0;
+  // Duration of its collective receive ops (end - start on its own clock), summed over the
+  // window. A rank that arrives late at every collective has the shortest ops: the others
+  // started theirs and waited for it.
+  uint64_t op_time_sum_ns = 0;
+  uint32_t op_samples = 0;
 };
 
 struct Observations {
