@@ -14,59 +14,14 @@
 //   (the plugin never resets it), so it grows every 16 collectives;
 // - hang: steps, ops and kernels that never finished keep the stale values of the pool
 //   slot's previous occupant (or 0), the collective's end is its enqueue time.
-#include <charconv>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
 #include "mock/sim_internal.hpp"
+#include "mock/trace_out.hpp"
 
 namespace culprit::mock {
-
-namespace {
-
-class Out {
- public:
-  explicit Out(size_t reserve) { s_.reserve(reserve); }
-  void lit(const char* v) { s_.append(v); }
-  void lit(const std::string& v) { s_.append(v); }
-  void u64(uint64_t v) {
-    char b[24];
-    auto r = std::to_chars(b, b + sizeof b, v);
-    s_.append(b, r.ptr);
-  }
-  void i64(int64_t v) {
-    char b[24];
-    auto r = std::to_chars(b, b + sizeof b, v);
-    s_.append(b, r.ptr);
-  }
-  void fixed6(double v) {  // printf("%f")
-    char b[64];
-    auto r = std::to_chars(b, b + sizeof b, v, std::chars_format::fixed, 6);
-    s_.append(b, r.ptr);
-  }
-  // {"name": "N", "cat": "C", "ph": "b", "id": I, "pid": P, "tid": 1, "ts": T
-  void head(const char* name, const char* cat, bool begin, int64_t id, int64_t pid, double ts_us) {
-    lit("{\"name\": \"");
-    lit(name);
-    lit("\", \"cat\": \"");
-    lit(cat);
-    lit(begin ? "\", \"ph\": \"b\", \"id\": " : "\", \"ph\": \"e\", \"id\": ");
-    i64(id);
-    lit(", \"pid\": ");
-    i64(pid);
-    lit(", \"tid\": 1, \"ts\": ");
-    fixed6(ts_us);
-  }
-  void end_line() { lit("},\n"); }        // "e" lines
-  void end_args_line() { lit("}},\n"); }  // "b" lines with args
-  std::string take() { return std::move(s_); }
-
- private:
-  std::string s_;
-};
-
-}  // namespace
 
 std::string Simulation::Impl::render_rank_nccl_json(int r) const {
   const SimProcess& pr = procs[r];
@@ -294,6 +249,10 @@ std::string ground_truth_json(const GroundTruth& truth, const std::vector<SimPro
   json ps = json::array();
   for (const auto& p : procs) ps.push_back({{"rank", p.global_rank}, {"host", p.host}, {"pid", p.pid}});
   j["processes"] = ps;
+  json cs = json::array();
+  for (const auto& c : truth.comms)
+    cs.push_back({{"hash", c.hash}, {"name", c.name}, {"algorithm", c.algorithm}, {"ranks", c.ranks}});
+  j["comms"] = cs;
   return j.dump(2);
 }
 

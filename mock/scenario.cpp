@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mock/simulator.hpp"
 
@@ -71,6 +72,28 @@ std::string fmt_double(double x) {
   return buf;
 }
 
+// "dp+world" -> "world+dp": one spelling per set of communicators.
+std::string normalise_comms(const std::string& v) {
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t plus = v.find('+', pos);
+    if (plus == std::string::npos) plus = v.size();
+    std::string part = trim(std::string_view(v).substr(pos, plus - pos));
+    pos = plus + 1;
+    if (part != "world" && part != "dp" && part != "pp")
+      bad("comms", v, "expected world, world+dp, pp or pp+world");
+    for (const auto& q : parts)
+      if (q == part) bad("comms", v, "communicator '" + part + "' named twice");
+    parts.push_back(part);
+  }
+  std::string out;
+  for (const char* name : {"pp", "world", "dp"})
+    for (const auto& q : parts)
+      if (q == name) out += (out.empty() ? "" : "+") + q;
+  return out;
+}
+
 Fault parse_fault(const std::string& v) {
   const std::string key = "fault";
   Fault f;
@@ -134,6 +157,7 @@ std::string fault_spec(const Fault& f) {
 
 Scenario Scenario::parse(const std::string& spec) {
   Scenario sc;
+  std::string pipeline_key;  // a pipeline-only key that was given
   size_t pos = 0;
   while (pos <= spec.size()) {
     size_t comma = spec.find(',', pos);
@@ -146,9 +170,29 @@ Scenario Scenario::parse(const std::string& spec) {
     std::string key = trim(item.substr(0, eq));
     std::string value = trim(item.substr(eq + 1));
     if (key == "topology") {
-      if (value != "ring")
-        throw std::invalid_argument("mock key 'topology': unsupported value '" + value + "' (supported: ring)");
+      if (value != "ring" && value != "tree" && value != "pipeline")
+        throw std::invalid_argument("mock key 'topology': unsupported value '" + value +
+                                    "' (supported: ring, tree, pipeline)");
       sc.topology = value;
+    } else if (key == "comms") {
+      sc.comms = normalise_comms(value);
+    } else if (key == "hetero") {
+      sc.hetero = parse_double(key, value, 0, 1);
+    } else if (key == "stages") {
+      pipeline_key = key;
+      sc.stages = int(parse_int(key, value, 2, 1 << 20));
+    } else if (key == "microbatches") {
+      pipeline_key = key;
+      sc.microbatches = int(parse_int(key, value, 1, 1024));
+    } else if (key == "backward") {
+      pipeline_key = key;
+      if (value != "0" && value != "1")
+        throw std::invalid_argument("mock key 'backward': invalid value '" + value + "' (expected 0 or 1)");
+      sc.backward = value == "1";
+    } else if (key == "engine") {
+      if (value != "auto" && value != "flow")
+        throw std::invalid_argument("mock key 'engine': unsupported value '" + value + "' (supported: auto, flow)");
+      sc.engine = value;
     } else if (key == "nodes") {
       sc.nodes = int(parse_int(key, value, 1, 4096));
     } else if (key == "gpus") {
@@ -176,6 +220,17 @@ Scenario Scenario::parse(const std::string& spec) {
   }
   if (sc.nodes * sc.gpus < 2)
     throw std::invalid_argument("mock keys 'nodes' x 'gpus': need at least 2 ranks");
+  if (!pipeline_key.empty() && sc.topology != "pipeline")
+    throw std::invalid_argument("mock key '" + pipeline_key + "' applies to topology=pipeline only");
+  if (sc.engine == "flow" && sc.topology != "ring")
+    throw std::invalid_argument("mock key 'engine': flow is only a choice for topology=ring (the others always use it)");
+  if (!sc.comms.empty()) {
+    const bool pipeline = sc.topology == "pipeline";
+    if (pipeline ? (sc.comms != "pp" && sc.comms != "pp+world")
+                 : (sc.comms != "world" && sc.comms != "world+dp"))
+      throw std::invalid_argument("mock key 'comms': '" + sc.comms + "' does not fit topology=" + sc.topology +
+                                  (pipeline ? " (supported: pp, pp+world)" : " (supported: world, world+dp)"));
+  }
   return sc;
 }
 
@@ -185,6 +240,13 @@ std::string Scenario::to_spec() const {
                   ",seqs=" + std::to_string(seqs) + ",seed=" + std::to_string(seed) +
                   ",jitter=" + fmt_double(jitter) + ",bytes=" + std::to_string(bytes);
   if (layout != "2.27") s += ",layout=" + layout;
+  if (!comms.empty()) s += ",comms=" + comms;
+  if (hetero > 0) s += ",hetero=" + fmt_double(hetero);
+  if (topology == "pipeline") {
+    if (stages > 0) s += ",stages=" + std::to_string(stages);
+    s += ",microbatches=" + std::to_string(microbatches) + ",backward=" + (backward ? "1" : "0");
+  }
+  if (engine != "auto") s += ",engine=" + engine;
   if (faults.empty()) s += ",fault=none";
   for (const auto& f : faults) s += ",fault=" + fault_spec(f);
   return s;
@@ -193,30 +255,53 @@ std::string Scenario::to_spec() const {
 std::string Scenario::help() {
   return R"(Mock scenario SPEC: comma-separated key=value, e.g.
   topology=ring,nodes=4,gpus=8,channels=2,seqs=20,fault=slow_gpu:13
+  topology=tree,nodes=4,gpus=4,comms=world+dp,fault=slow_gpu:5,fault=slow_link:3-8
 
 Keys (default):
-  topology=ring     communication pattern; only ring (AllReduce RING SIMPLE) for now
+  topology=ring     ring     AllReduce RING SIMPLE over all GPUs (channel c rotates the in-node
+                             order by c*gpus/channels)
+                    tree     AllReduce TREE SIMPLE: NCCL's double binary tree across nodes
+                             (channels c < channels/2 use tree 0, the others its mirror),
+                             a chain of GPUs inside each node; channels must be even
+                    pipeline pipeline parallelism: P2P Send/Recv of activations between
+                             consecutive stages, microbatches forward, then gradients back
   nodes=4           nodes (hosts node000, node001, ...)
   gpus=8            GPUs (processes) per node; global rank = node*gpus + local
-  channels=2        NCCL channels (rings); channel c rotates the in-node order by c*gpus/channels
-  seqs=20           AllReduce collectives simulated (SeqNum 0..seqs-1)
+  channels=2        NCCL channels (rings or trees); pipeline: channels per p2p peer (<= 16)
+  seqs=20           iterations: AllReduce collectives per communicator (SeqNum 0..seqs-1);
+                    pipeline: training iterations
   seed=1            random seed (jitter, pids, clocks, commHash)
-  jitter=0.05       sigma of the log-normal noise on compute and transfer times
-  bytes=64M         bytes per AllReduce per rank (suffix K, M, G allowed)
-  layout=2.27       trace layout: 2.27 (Group wrapping each AllReduce, as NCCL 2.27 prints)
-                    or flat (AllReduce at top level)
-  fault=KIND:...    inject a fault; repeat the key for several faults; fault=none: healthy
+  jitter=0.05       sigma of the log-normal noise on every compute and transfer time
+  hetero=0          sigma of the static spread of GPU speed and network link bandwidth
+                    (heterogeneous hardware; fixed per GPU and per link for the run)
+  bytes=64M         bytes per AllReduce per rank, or per pipeline send (suffix K, M, G)
+  layout=2.27       trace layout: 2.27 (Group wrapping each operation, as NCCL 2.27 prints)
+                    or flat (operations at top level)
+  comms=            communicators; ring/tree: world (default) or world+dp (adds one DP
+                    communicator per local GPU index across nodes: each iteration runs a DP
+                    AllReduce, then a world AllReduce); pipeline: pp (default: one
+                    communicator per pipeline) or pp+world (a world AllReduce ends each
+                    iteration)
+  stages=N          pipeline: stages (default: one per node); must divide nodes*gpus;
+                    stage s holds global ranks s*M .. s*M+M-1 (M = nodes*gpus/stages)
+  microbatches=4    pipeline: microbatches per iteration
+  backward=1        pipeline: 1 = gradients flow back after the forward pass, 0 = forward only
+  engine=auto       auto, or flow: run a plain ring through the general engine (for tests)
+  fault=KIND:...    inject a fault; repeat the key for several faults, e.g.
+                    fault=slow_gpu:5,fault=slow_link:11-12; fault=none: healthy
 
 Fault kinds (R, S, D are global ranks; magnitude optional):
-  slow_gpu:R[:f]        straggler GPU: all of R's compute (the work before each collective and
-                        every reduction step) is f times slower (default 3)  -> gpu_producer
+  slow_gpu:R[:f]        straggler GPU: all of R's compute (the work before each operation
+                        and every reduction/copy step) is f times slower (default 3)
+                                                                              -> gpu_producer
   slow_consumer:R[:f]   R frees its receive slots late: each slot release takes f x the healthy
                         network time of one message, serially (default 5)     -> gpu_consumer
-  slow_link:S-D[:f]     the network connection S->D (all channels) has 1/f the bandwidth
-                        (default 8); slow_link:S uses S's network successor     -> network_link
+  slow_link:S-D[:f]     the network connection S->D (all channels, all communicators) has 1/f
+                        the bandwidth (default 8); slow_link:S uses S's first network
+                        successor                                               -> network_link
   slow_flush:R[:f]      R's GPU-direct flush of received data takes f x longer, serially
                         (default 100)                                          -> flush
-  hang:R[@SEQ]          R never launches collective SEQ (default seqs/2); peers wait; traces
+  hang:R[@SEQ]          R never starts iteration SEQ (default seqs/2); peers wait; traces
                         end there as if dumped when the job was killed          -> hang
 )";
 }

@@ -1,4 +1,5 @@
-// Internal state of the simulator, shared by simulator.cpp and render_nccl.cpp.
+// Internal state of the simulator, shared by simulator.cpp, render_nccl.cpp (the ring engine)
+// and flow.cpp, render_flow.cpp (the general engine: trees, pipelines, several communicators).
 #pragma once
 
 #include <cmath>
@@ -31,6 +32,17 @@ inline uint64_t mix(uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return mix
 
 // Uniform [0,1) from a hash: small deterministic host-side delays that need no stream.
 inline double unit(uint64_t h) { return double(h >> 11) * (1.0 / 9007199254740992.0); }
+
+// Standard normal from a hash (Box-Muller on two derived uniforms), clamped to +-4: noise
+// that does not depend on the order in which the general engine evaluates events.
+inline double hash_normal(uint64_t h) {
+  double u1 = (double(splitmix64(h) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+  double u2 = double(splitmix64(h ^ 0x5bd1e9955bd1e995ull) >> 11) * (1.0 / 9007199254740992.0);
+  double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return z > 4 ? 4 : (z < -4 ? -4 : z);
+}
+// exp(sigma * z): log-normal factor from a hash.
+inline double hash_factor(uint64_t h, double sigma) { return sigma > 0 ? std::exp(sigma * hash_normal(h)) : 1.0; }
 
 // Deterministic log-normal noise (own Box-Muller: std::normal_distribution is not specified
 // identically across standard libraries).
@@ -85,6 +97,93 @@ struct Params {
   double poll = 2e3;            // host/proxy polling delay observing GPU events (up to)
   double hang_dump_after = 30e9;  // hang: traces dumped this long after the last progress
   uint64_t max_chunk = 512 * 1024;  // SIMPLE step size: 4 MiB buffer / NCCL_STEPS
+  uint64_t p2p_chunk = 128 * 1024;  // NCCL_P2P_NET_CHUNKSIZE default
+  int p2p_channel_base = 16;        // p2p channels: 16 + (delta * nChannels + part) % 16
+  double gap_inner = 200e3;         // compute between two collectives of one iteration
+  double pp_forward = 500e3;        // pipeline: forward compute of one microbatch on one stage
+  double pp_backward = 1000e3;      // pipeline: backward compute of one microbatch
+};
+
+// ---- the general engine (flow.cpp) --------------------------------------------------------
+// Every process runs a stream of operations (collectives, sends, receives) in order; each
+// operation runs one or more lanes (thread groups) per channel, each an ordered list of
+// primitives that receive steps from connections and send steps to connections. A value is
+// computed as soon as everything it depends on is known; nothing depends on evaluation order
+// (the noise is a hash of what it applies to), so the result is unique and deterministic.
+
+struct FlowIO {
+  int conn = 0;
+  int step = 0;
+};
+
+struct FlowPrim {
+  uint32_t io = 0;  // index of its first FlowIO (inputs first, then outputs)
+  uint16_t n_in = 0, n_out = 0;
+};
+
+struct FlowLane {
+  int task = 0;
+  int ch = 0;  // index into the task's channel list
+  uint32_t prim_begin = 0, prim_end = 0, next = 0;
+  double gpu_free = 0;
+  double freed_prev = -kInf;
+  bool queued = false;
+};
+
+struct FlowConn {
+  int src = 0, dst = 0;            // global ranks
+  int src_task = 0, dst_task = 0;  // operations at both ends
+  int src_lane = -1, dst_lane = -1;
+  int channel = 0;
+  bool net = false;
+  std::string role;                // ring | tree_up | tree_down | p2p
+  int n_steps = 0;
+  uint64_t chunk = 0;
+  int send_op = -1, recv_op = -1;  // proxy ops (network only)
+  std::vector<double> prod, F, freed, sd;  // NaN: not known yet
+  int next_tx = 0;
+  double A_prev = -kInf, wire_free = -kInf, flush_prev = -kInf;
+  bool queued = false;
+};
+
+struct FlowTask {
+  int rank = 0;
+  int comm = 0;
+  int kind = 0;  // 0 collective, 1 send, 2 recv
+  int seq = 0;
+  int iter = 0;
+  int peer = -1;  // p2p: comm rank of the peer
+  uint64_t bytes = 0;
+  uint64_t chunk = 0;
+  double compute = 0;  // GPU work before it (ns, healthy speed)
+  std::vector<int> channels;
+  std::vector<double> ch_start;
+  int lane_begin = 0, lane_end = 0;
+  std::vector<int> ops;  // proxy ops in the order the plugin prints them
+  bool active = false, done = false;
+  double kstart = kInf, enq = kInf, sched = kInf, kend = kInf;
+  int lanes_left = 0;
+};
+
+struct FlowComm {
+  SimComm info;
+  std::string algorithm;  // RING | TREE | P2P
+};
+
+struct Flow {
+  std::vector<FlowComm> comms;
+  std::vector<FlowTask> tasks;
+  std::vector<std::vector<int>> stream;  // per rank: its tasks in order
+  std::vector<int> stream_next;          // per rank: next task to activate
+  std::vector<double> kend_prev, enq_prev;
+  std::vector<FlowLane> lanes;
+  std::vector<FlowPrim> prims;
+  std::vector<FlowIO> ios;
+  std::vector<FlowConn> conns;
+  std::vector<int> op_conn, op_prev, op_next;  // per proxy op
+  std::vector<char> op_progress_known;
+  std::vector<uint64_t> queue;
+  bool complete = true;
 };
 
 struct Simulation::Impl {
@@ -103,8 +202,9 @@ struct Simulation::Impl {
   int n_steps = 0;  // K * loops
   uint64_t chunk = 0;
 
-  // Faults, per rank.
+  // Faults, per rank (gpu_factor includes the static speed spread of `hetero`).
   std::vector<double> gpu_factor, consumer_delay, flush_factor;
+  std::vector<double> consumer_mag;  // general engine: slow_consumer magnitude (x one message's wire time)
   std::vector<int> hang_seq;  // INT_MAX: never
   std::vector<std::tuple<int, int, double>> slow_links;  // src, dst, bandwidth divisor
 
@@ -130,18 +230,39 @@ struct Simulation::Impl {
     return op_idx[(size_t(seq) * n + rank) * C * 2 + channel * 2 + is_send];
   }
   bool net_hop(int a, int b) const { return procs[a].node != procs[b].node; }
+  // Bandwidth divisor of the network connection s->d: slow links and the static spread.
   double link_factor(int s, int d) const {
     double f = 1;
     for (const auto& [a, b, m] : slow_links)
       if (a == s && b == d) f *= m;
+    if (sc.hetero > 0) f /= hash_factor(mix(sc.seed, uint64_t(s), uint64_t(d), 0x6c696e6bull), sc.hetero);
     return f;
   }
+
+  // The general engine (tree, pipeline, several communicators; ring on request).
+  bool general = false;
+  Flow flow;
+  std::vector<SimComm> comm_list;  // every communicator (both engines)
 
   void build(const Scenario& scenario);
   void simulate();
   void simulate_channel(int seq, int c, const std::vector<double>& kstart,
                         const std::vector<double>& sched, std::vector<double>& channel_end);
   std::string render_rank_nccl_json(int rank) const;  // render_nccl.cpp
+
+  // flow.cpp
+  void build_flow();
+  void simulate_flow();
+  void flow_activate(int rank);
+  void flow_run_lane(int lane);
+  void flow_transmit(int conn);
+  double flow_op_progress(int op);  // NaN while unknown
+  void flow_op_ended(int op, double t);
+  void flow_push_lane(int lane);
+  void flow_push_conn(int conn);
+  void flow_push_rank(int rank);
+  // render_flow.cpp: the files of one process, one per communicator, in finalisation order
+  std::vector<RenderedFile> render_rank_flow(int rank) const;
 };
 
 }  // namespace culprit::mock

@@ -13,7 +13,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "mock/sim_internal.hpp"
 
@@ -31,8 +33,12 @@ std::string host_name(int node) {
 
 void Simulation::Impl::build(const Scenario& scenario) {
   sc = scenario;
-  if (sc.topology != "ring")
-    throw std::invalid_argument("mock key 'topology': unsupported value '" + sc.topology + "' (supported: ring)");
+  if (sc.topology != "ring" && sc.topology != "tree" && sc.topology != "pipeline")
+    throw std::invalid_argument("mock key 'topology': unsupported value '" + sc.topology +
+                                "' (supported: ring, tree, pipeline)");
+  // The ring engine below runs the plain ring (one world communicator); everything else runs
+  // through the general engine (flow.cpp).
+  general = !(sc.topology == "ring" && (sc.comms.empty() || sc.comms == "world") && sc.engine != "flow");
   if (sc.nodes < 1 || sc.gpus < 1 || sc.channels < 1 || sc.seqs < 1)
     throw std::invalid_argument("mock scenario: nodes, gpus, channels and seqs must be positive");
   n = sc.nodes * sc.gpus;
@@ -55,36 +61,40 @@ void Simulation::Impl::build(const Scenario& scenario) {
   // The world communicator's hash (seed 1 gives one above 2^63).
   comm_hash = splitmix64(sc.seed * 0x2545f4914f6cdd1dull + 0x636f6d70ull);  // chosen so that seed 1 is above 2^63
 
-  // Rings: nodes in order; inside a node, local order rotated by c*gpus/channels.
-  next.assign(C, std::vector<int>(n));
-  prev.assign(C, std::vector<int>(n));
-  for (int c = 0; c < C; ++c) {
-    std::vector<int> order;
-    order.reserve(n);
-    const int rot = (c * sc.gpus / C) % sc.gpus;
-    for (int node = 0; node < sc.nodes; ++node)
-      for (int i = 0; i < sc.gpus; ++i) order.push_back(node * sc.gpus + (rot + i) % sc.gpus);
-    for (int i = 0; i < n; ++i) {
-      next[c][order[i]] = order[(i + 1) % n];
-      prev[c][order[(i + 1) % n]] = order[i];
+  // Rings: nodes in order; inside a node, local order rotated by c*gpus/channels. (The
+  // general engine builds its own topology and fills next/prev for a ring world.)
+  if (!general) {
+    next.assign(C, std::vector<int>(n));
+    prev.assign(C, std::vector<int>(n));
+    for (int c = 0; c < C; ++c) {
+      std::vector<int> order;
+      order.reserve(n);
+      const int rot = (c * sc.gpus / C) % sc.gpus;
+      for (int node = 0; node < sc.nodes; ++node)
+        for (int i = 0; i < sc.gpus; ++i) order.push_back(node * sc.gpus + (rot + i) % sc.gpus);
+      for (int i = 0; i < n; ++i) {
+        next[c][order[i]] = order[(i + 1) % n];
+        prev[c][order[(i + 1) % n]] = order[i];
+      }
     }
-  }
 
-  // Collective shape: per channel, each rank's share bytes/(channels*n) is moved in
-  // `loops` loops of 2(n-1) messages of at most one SIMPLE step (512 KiB).
-  K = 2 * (n - 1);
-  uint64_t per = sc.bytes / (uint64_t(C) * uint64_t(n));
-  if (per == 0) per = 1;
-  loops = int((per + p.max_chunk - 1) / p.max_chunk);
-  if (loops < 1) loops = 1;
-  chunk = (per + loops - 1) / loops;
-  n_steps = K * loops;
+    // Collective shape: per channel, each rank's share bytes/(channels*n) is moved in
+    // `loops` loops of 2(n-1) messages of at most one SIMPLE step (512 KiB).
+    K = 2 * (n - 1);
+    uint64_t per = sc.bytes / (uint64_t(C) * uint64_t(n));
+    if (per == 0) per = 1;
+    loops = int((per + p.max_chunk - 1) / p.max_chunk);
+    if (loops < 1) loops = 1;
+    chunk = (per + loops - 1) / loops;
+    n_steps = K * loops;
+  }
 
   // Faults.
   gpu_factor.assign(n, 1.0);
   consumer_delay.assign(n, 0.0);
   flush_factor.assign(n, 1.0);
   hang_seq.assign(n, INT_MAX);
+  consumer_mag.assign(n, 0.0);
   const double msg_net_ns = double(chunk) / p.net_bw;
   truth.spec = sc.to_spec();
   auto check_rank = [&](const Fault& f, int r, const char* what) {
@@ -102,10 +112,17 @@ void Simulation::Impl::build(const Scenario& scenario) {
       root.culprit_class = "gpu_producer";
     } else if (f.kind == "slow_consumer") {
       consumer_delay[f.rank] += (f.magnitude > 0 ? f.magnitude : 5.0) * msg_net_ns;
+      consumer_mag[f.rank] += f.magnitude > 0 ? f.magnitude : 5.0;
       root.culprit_class = "gpu_consumer";
     } else if (f.kind == "slow_flush") {
       flush_factor[f.rank] *= f.magnitude > 0 ? f.magnitude : 100.0;
       root.culprit_class = "flush";
+    } else if (f.kind == "slow_link" && general) {
+      // Checked (and a missing peer resolved) once the general engine knows its connections.
+      if (f.peer >= 0) check_rank(f, f.peer, "peer");
+      slow_links.emplace_back(f.rank, f.peer, f.magnitude > 0 ? f.magnitude : 8.0);
+      root.culprit_class = "network_link";
+      root.peer = f.peer;
     } else if (f.kind == "slow_link") {
       int d = f.peer;
       if (d < 0) {
@@ -140,6 +157,9 @@ void Simulation::Impl::build(const Scenario& scenario) {
     truth.roots.push_back(root);
   }
   truth.comm_hash = comm_hash;
+  // Heterogeneous hardware: a static speed factor per GPU (exactly 1 when hetero=0).
+  if (sc.hetero > 0)
+    for (int r = 0; r < n; ++r) gpu_factor[r] *= hash_factor(mix(sc.seed, uint64_t(r), 0x6770757370ull), sc.hetero);
 
   // Clocks: every process's plugin started 0.5..3 s before simulation time 0; every node's
   // GPU global timer has its own offset.
@@ -148,9 +168,25 @@ void Simulation::Impl::build(const Scenario& scenario) {
   node_clock.resize(sc.nodes);
   for (int node = 0; node < sc.nodes; ++node)
     node_clock[node] = 1765223116927674080ull + (mix(sc.seed, node, 0x636c6bull) % 100000000000000ull);
+
+  if (general) {
+    build_flow();  // communicators, operations, connections; resolves slow_link peers
+  } else {
+    SimComm world;
+    world.hash = comm_hash;
+    world.name = "world";
+    world.algorithm = "RING";
+    for (int r = 0; r < n; ++r) world.ranks.push_back(r);
+    comm_list.push_back(world);
+  }
+  truth.comms = comm_list;
 }
 
 void Simulation::Impl::simulate() {
+  if (general) {
+    simulate_flow();
+    return;
+  }
   int first_hang = INT_MAX;
   for (int r = 0; r < n; ++r) first_hang = std::min(first_hang, hang_seq[r]);
   seqs_run = first_hang == INT_MAX ? sc.seqs : first_hang + 1;
@@ -185,6 +221,10 @@ void Simulation::Impl::simulate() {
       col.enqueue_ns = enq;
       col.kernel_start_ns = kstart[r];
       col.channel_end_ns.assign(C, kInf);
+      col.comm_hash = comm_hash;
+      col.comm_rank = r;
+      col.iter = s;
+      for (int c = 0; c < C; ++c) col.channels.push_back(c);
       coll_idx[size_t(s) * n + r] = int(colls.size());
       colls.push_back(std::move(col));
     }
@@ -201,6 +241,10 @@ void Simulation::Impl::simulate() {
           op.channel = c;
           op.rank = r;
           op.peer = peer;
+          op.comm_hash = comm_hash;
+          op.comm_rank = r;
+          op.comm_peer = peer;
+          op.task = coll_at(s, r);
           op.is_send = is_send;
           op.n_steps = n_steps;
           op.chunk_bytes = chunk;
@@ -412,12 +456,35 @@ int Simulation::ring_prev(int channel, int rank) const { return impl_->prev.at(c
 bool Simulation::is_network_hop(int src, int dst) const {
   return impl_->procs.at(src).node != impl_->procs.at(dst).node;
 }
+const std::vector<SimComm>& Simulation::communicators() const { return impl_->comm_list; }
+std::vector<SimLink> Simulation::links() const {
+  std::vector<SimLink> out;
+  const Impl& m = *impl_;
+  if (m.general) {
+    std::set<std::tuple<uint64_t, int, int, int, std::string>> seen;
+    for (const FlowConn& c : m.flow.conns) {
+      const uint64_t h = m.flow.comms[m.flow.tasks[c.src_task].comm].info.hash;
+      if (!seen.insert({h, c.channel, c.src, c.dst, c.role}).second) continue;
+      out.push_back(SimLink{h, c.channel, c.src, c.dst, c.net, c.role});
+    }
+    return out;
+  }
+  for (int c = 0; c < m.C; ++c)
+    for (int r = 0; r < m.n; ++r)
+      out.push_back(SimLink{m.comm_hash, c, r, m.next[c][r], m.net_hop(r, m.next[c][r]), "ring"});
+  return out;
+}
 const std::vector<SimCollective>& Simulation::collectives() const { return impl_->colls; }
 const std::vector<SimProxyOp>& Simulation::proxy_ops() const { return impl_->ops; }
 
 std::vector<RenderedFile> Simulation::render_host_nccl_json(int node) const {
   if (node < 0 || node >= impl_->sc.nodes) throw std::out_of_range("render_host_nccl_json: no node " + std::to_string(node));
   std::vector<RenderedFile> files;
+  if (impl_->general) {
+    for (int local = 0; local < impl_->sc.gpus; ++local)
+      for (auto& f : impl_->render_rank_flow(node * impl_->sc.gpus + local)) files.push_back(std::move(f));
+    return files;
+  }
   for (int local = 0; local < impl_->sc.gpus; ++local) {
     int r = node * impl_->sc.gpus + local;
     RenderedFile f;

@@ -1,7 +1,8 @@
 // Discrete-event simulation of NCCL's network pipelines (DESIGN.md, "The simulator").
 // Faults are injected as causes; the proxy phases follow from the simulated times exactly as
 // NCCL records them. The same timeline renders every input format. docs/simulator.md
-// describes the model.
+// describes the model: ring AllReduce (the original engine), double binary tree AllReduce,
+// pipeline-parallel send/recv and several communicators per process (the general engine).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@ struct Fault {
 };
 
 struct Scenario {
-  std::string topology = "ring";
+  std::string topology = "ring";  // ring | tree | pipeline
   int nodes = 4;
   int gpus = 8;
   int channels = 2;
@@ -29,6 +30,17 @@ struct Scenario {
   uint64_t bytes = 64ull << 20;  // bytes per collective per rank
   std::string layout = "2.27";   // trace layout: 2.27 (Group > AllReduce) | flat (no Group)
   std::vector<Fault> faults;     // empty = healthy
+  // Communicators: "" = the topology's default (world for ring and tree, pp for pipeline);
+  // "world+dp" (ring, tree): a data-parallel communicator per local GPU index across nodes
+  // besides the world, one DP AllReduce and one world AllReduce per iteration;
+  // "pp+world" (pipeline): a world AllReduce closes every iteration.
+  std::string comms;
+  double hetero = 0;             // sigma of the static per-GPU compute speed and per-link
+                                 // bandwidth spread (0: identical hardware)
+  int stages = 0;                // pipeline: stages (0 = one per node); must divide the GPUs
+  int microbatches = 4;          // pipeline: microbatches per iteration
+  bool backward = true;          // pipeline: gradients flow back after the forward pass
+  std::string engine = "auto";   // auto | flow (run a plain ring through the general engine)
 
   // "topology=ring,nodes=4,gpus=8,channels=2,seqs=20,fault=slow_gpu:13". Throws
   // std::invalid_argument naming the offending key or value.
@@ -46,6 +58,23 @@ struct SimProcess {
   int local = 0;
 };
 
+// One communicator of the simulated job.
+struct SimComm {
+  uint64_t hash = 0;
+  std::string name;        // world | dp<local> | pp<position>
+  std::string algorithm;   // RING | TREE (collectives), P2P (pipeline send/recv)
+  std::vector<int> ranks;  // global rank of each communicator rank
+};
+
+// A connection of the static topology (every channel's ring, tree or p2p hop).
+struct SimLink {
+  uint64_t comm_hash = 0;
+  int channel = 0;
+  int src = 0, dst = 0;   // global ranks
+  bool network = false;   // different nodes: proxy events on both ends
+  std::string role;       // ring | tree_up (reduce, child -> parent) | tree_down | p2p
+};
+
 struct TruthRoot {
   std::string culprit_class;  // gpu_producer | gpu_consumer | network_link | flush | hang
   int rank = -1;              // global rank of the root (the sender for network_link)
@@ -55,7 +84,8 @@ struct TruthRoot {
 struct GroundTruth {
   std::string spec;
   std::vector<TruthRoot> roots;  // empty for a healthy run
-  uint64_t comm_hash = 0;        // the world communicator's hash
+  uint64_t comm_hash = 0;        // the world communicator's hash (pipeline without world: pp0's)
+  std::vector<SimComm> comms;    // every communicator (empty only for default-constructed truth)
 };
 
 struct RenderedFile {
@@ -77,7 +107,7 @@ struct SimStep {
 // One ProxyOp: one network connection's share of one collective on one channel, as the
 // process `rank` records it. Only network hops have proxy ops.
 struct SimProxyOp {
-  int seq = 0;
+  int seq = 0;             // SeqNum of the collective; p2p: ordinal of the Send/Recv
   int channel = 0;
   int rank = 0;            // recording process (global rank = comm rank)
   int peer = 0;            // the remote end
@@ -88,6 +118,12 @@ struct SimProxyOp {
   double progress_ns = 0;  // ProgressSend/Recv begins
   double end_ns = 0;       // ProgressSend/Recv ends (last step done), +inf if never
   std::vector<SimStep> steps;  // all n_steps steps in step order
+  // Communicator view (the trace prints comm ranks; rank/peer above are global ranks).
+  uint64_t comm_hash = 0;
+  int comm_rank = -1;
+  int comm_peer = -1;
+  bool is_p2p = false;
+  int task = -1;           // index into collectives() of the operation it belongs to
 };
 
 // One collective on one GPU.
@@ -98,6 +134,14 @@ struct SimCollective {
   double kernel_start_ns = 0;       // GPU kernel starts (all channels), +inf if never
   std::vector<double> channel_end_ns;  // per channel: the kernel's last op on that channel
   double end_ns = 0;                // COLL completes on the host (+inf if never)
+  // General engine: which operation (ring engine: world AllReduce, RING, channels 0..C-1).
+  uint64_t comm_hash = 0;
+  int comm_rank = -1;
+  std::string name = "AllReduce";   // AllReduce | Send | Recv
+  std::string algorithm = "RING";   // RING | TREE | P2P
+  int peer = -1;                    // Send/Recv: comm rank of the peer
+  int iter = -1;                    // training iteration it belongs to
+  std::vector<int> channels;        // channel ids, parallel to channel_end_ns
 };
 
 class Simulation {
@@ -112,18 +156,24 @@ class Simulation {
   std::vector<std::string> hosts() const;   // node order
   const GroundTruth& truth() const;
 
-  // The communicator (the world): its hash, size, and the ring of each channel.
+  // The communicator (the world): its hash, size, and the ring of each channel (the world
+  // ring of the ring topology; ring_next/prev throw std::out_of_range for other topologies).
   uint64_t comm_hash() const;
-  int n_ranks() const;
+  int n_ranks() const;  // processes (= world ranks)
   int ring_next(int channel, int rank) const;
   int ring_prev(int channel, int rank) const;
   bool is_network_hop(int src, int dst) const;  // different nodes
+
+  // Every communicator, and every connection of the static topology.
+  const std::vector<SimComm>& communicators() const;
+  std::vector<SimLink> links() const;
 
   // The simulated timeline (every collective of every rank; every network proxy op).
   const std::vector<SimCollective>& collectives() const;
   const std::vector<SimProxyOp>& proxy_ops() const;
 
-  // NCCL 2.27+ example-profiler trace files of one host: <prefix>_<commHash>_<rank>.json.
+  // NCCL 2.27+ example-profiler trace files of one host: <prefix>_<commHash>_<rank>.json,
+  // one per process and communicator.
   std::vector<RenderedFile> render_host_nccl_json(int node) const;
 
   // Writes <dir>/<host>/<files> for every host plus <dir>/ground_truth.json.

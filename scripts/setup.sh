@@ -12,6 +12,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   python3 python3-h5py python3-numpy
   shellcheck
+  clang-14 libclang-rt-14-dev
   slurm-wlm munge
 )
 

@@ -26,7 +26,8 @@ struct EdgeFacts {
   EdgeView view;
   uint32_t src = 0, dst = 0;
   double anomaly[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // significant excess per step vs median
-  double late_data_ns = 0;   // per step: receiver waited for data beyond the comm's low reference
+  double late_data_ns = 0;
+  double link_excess_ns = 0; // per step: SendWait above the communicator's reference   // per step: receiver waited for data beyond the comm's low reference
   bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
   std::string verdict = "normal";
 };
@@ -107,17 +108,21 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       double late = f.view.step_ns[kRecvWait] - low_recv_wait[e.key.comm_hash];
       if (late > floor) f.late_data_ns = late;
     }
-    // A slow wire: SendWait far above what even a saturated healthy link shows, while the
-    // sender's GPU had its data ready.
+    // A slow wire: SendWait (from isend accepted to completion: the wire and the NICs, not
+    // the GPUs) far above what even a saturated healthy link shows. Whether the sender's GPU
+    // was also waiting does not matter: in a short ring its input came through this wire.
     double per_send = f.view.step_ns[kSendWait] / cfg.nccl_steps;
-    f.slow_link = f.anomaly[kSendWait] > 0 && f.anomaly[kSendGpuWait] <= 0 &&
-                  per_send > cfg.link_ratio * base.phase[kSendWait].median;
+    f.link_excess_ns = f.view.step_ns[kSendWait] - low_reference(base.phase[kSendWait]);
+    f.slow_link = f.view.has_send && per_send > cfg.link_ratio * low_reference(base.phase[kSendWait]) &&
+                  f.link_excess_ns > std::max(cfg.abs_floor_ns, base.phase[kSendWait].n < kMinRobustSample
+                                                                    ? 0.0 : cfg.mad_k * base.phase[kSendWait].sigma);
     f.no_credit = f.anomaly[kSendPeerWait] > 0;
     f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
     f.slow_consume = f.anomaly[kRecvGpuWait] > 0;
+    // The most specific cause first: a slow flush also withholds credit from the sender.
     if (f.slow_link) f.verdict = "slow_link";
-    else if (f.no_credit) f.verdict = "no_credit";
     else if (f.slow_flush) f.verdict = "slow_flush";
+    else if (f.no_credit) f.verdict = "no_credit";
     else if (f.late_data_ns > 0) f.verdict = "late_data";
   }
   if (half_missing)
@@ -126,21 +131,56 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
 
   const size_t n = procs.size();
 
-  // ---- kernel lateness: a GPU that starts its collectives late against its node peers ----
+  // ---- a GPU's own delay: kernel clocks ------------------------------------------------------
+  // Scale: the median collective duration seen by the proxies (receive ops last as long as
+  // the collective), else the median proxy op.
+  double collective_ns = 0;
+  {
+    std::vector<double> op_means;
+    for (const GlobalCommRank& c : obs.comm_ranks)
+      if (c.op_samples) op_means.push_back(static_cast<double>(c.op_time_sum_ns) / c.op_samples);
+    collective_ns = robust_of(op_means).median;
+    for (const auto& [comm, b] : baselines) collective_ns = std::max(collective_ns, b.op_ns);
+  }
+  auto kernel_guard = [&](const Robust& base) {
+    double spread = base.n < kMinRobustSample ? 0.0 : cfg.mad_k * base.sigma;
+    return std::max({spread, cfg.kernel_rel_floor * collective_ns, cfg.kernel_abs_floor_ns});
+  };
   std::vector<double> kernel_late_total(n, 0.0);
   {
-    std::vector<double> means;
-    for (const GlobalCommRank& c : obs.comm_ranks)
-      if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
-    Robust base = robust_of(means);
-    double op_ns = 0;
-    for (const auto& [comm, b] : baselines) op_ns = std::max(op_ns, b.op_ns);
-    double guard = std::max({cfg.mad_k * base.sigma, cfg.kernel_rel_floor * op_ns, cfg.kernel_abs_floor_ns});
+    // Preferred: the gap between a GPU's previous collective and this one, i.e. the time it
+    // spent on its own work. Comparable across nodes, blind to victims that merely finished
+    // the previous collective late.
+    std::vector<double> gap_sum(n, 0.0), gap_count(n, 0.0);
     for (const GlobalCommRank& c : obs.comm_ranks) {
-      if (!c.kernel_samples) continue;
-      double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
-      if (mean - base.median > guard)
-        kernel_late_total[c.process] += (mean - base.median) * c.kernel_samples;
+      gap_sum[c.process] += static_cast<double>(c.gap_sum_ns);
+      gap_count[c.process] += c.gap_samples;
+    }
+    std::vector<double> gaps;
+    for (uint32_t p = 0; p < n; ++p)
+      if (gap_count[p] > 0) gaps.push_back(gap_sum[p] / gap_count[p]);
+    Robust gap_base = robust_of(gaps);
+    if (gap_base.n >= 2) {
+      // GPUs differ a little in speed; a straggler's own work takes clearly longer than its
+      // peers' (gap_rel_floor more), not a few percent.
+      double guard = std::max(kernel_guard(gap_base), cfg.gap_rel_floor * low_reference(gap_base));
+      for (uint32_t p = 0; p < n; ++p) {
+        if (gap_count[p] == 0) continue;
+        double excess = gap_sum[p] / gap_count[p] - low_reference(gap_base);
+        if (excess > guard) kernel_late_total[p] = excess * gap_count[p];
+      }
+    } else {
+      // Fallback (no StopGpuClk): kernel start against the GPU's node peers.
+      std::vector<double> means;
+      for (const GlobalCommRank& c : obs.comm_ranks)
+        if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
+      Robust base = robust_of(means);
+      double guard = kernel_guard(base);
+      for (const GlobalCommRank& c : obs.comm_ranks) {
+        if (!c.kernel_samples) continue;
+        double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
+        if (mean - base.median > guard) kernel_late_total[c.process] += (mean - base.median) * c.kernel_samples;
+      }
     }
   }
   // ---- late arrival seen on the proxy's own clock ---------------------------------------------
@@ -155,8 +195,8 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       std::vector<double> means;
       for (const GlobalCommRank* c : members) means.push_back(static_cast<double>(c->op_time_sum_ns) / c->op_samples);
       Robust base = robust_of(means);
-      if (base.n < kMinRobustSample) continue;
-      double guard = std::max({cfg.mad_k * base.sigma, cfg.kernel_rel_floor * base.median, cfg.kernel_abs_floor_ns});
+      if (base.n < kMinRobustSample) continue;  // op lengths of a few ranks differ by role
+      double guard = kernel_guard(base);
       for (const GlobalCommRank* c : members) {
         double shorter = base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples;
         if (shorter > guard) kernel_late_total[c->process] += shorter * c->op_samples;
@@ -175,11 +215,20 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     inbound[{procs[facts[i].dst].host, k.comm_hash, k.channel}].push_back(i);
     outbound[{procs[facts[i].src].host, k.comm_hash, k.channel}].push_back(i);
   }
+  // Data that enters a node on a lane leaves it on the same lane. The exit is held up from
+  // beyond the node when its sender withholds nothing itself: its receiver gives no credit,
+  // its wire is slow, or its GPU is ahead of the wire (data ready at once, SendGpuWait under
+  // rel_floor of its step). Then a receiver of that lane that is slow to free buffers is
+  // passing backpressure on, not causing it.
   auto lane_backpressured = [&](const Lane& lane) {
     auto it = outbound.find(lane);
     if (it == outbound.end()) return false;
-    for (size_t i : it->second)
-      if (facts[i].no_credit || facts[i].slow_link) return true;
+    for (size_t i : it->second) {
+      const EdgeFacts& o = facts[i];
+      bool gpu_ahead = o.view.has_send &&
+                       o.view.step_ns[kSendGpuWait] < cfg.rel_floor * o.view.send_cycle_ns;
+      if (o.no_credit || o.slow_link || gpu_ahead) return true;
+    }
     return false;
   };
 
@@ -193,7 +242,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     const EdgeSummary& e = obs.edges[i];
     double send_steps = static_cast<double>(e.send_steps), recv_steps = static_cast<double>(e.recv_steps);
     Lane dst_lane{procs[f.dst].host, e.key.comm_hash, e.key.channel};
-    if (f.slow_link) evidence[f.src].offer(f.anomaly[kSendWait] * send_steps, "network_link", f.dst);
+    if (f.slow_link) evidence[f.src].offer(f.link_excess_ns * send_steps, "network_link", f.dst);
     double flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * recv_steps : 0;
     double consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * recv_steps : 0;
     if (f.no_credit) {
@@ -262,6 +311,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     }
   }
 
+  for (uint32_t p = 0; p < n; ++p)
+    if (evidence[p].ns > 0)
+      out.evidence.push_back(procs[p].host + ":" + std::to_string(procs[p].pid) + " " +
+                             evidence[p].culprit_class + " " + std::to_string(evidence[p].ns) +
+                             " ns (kernel/arrival lateness " + std::to_string(kernel_late_total[p]) + " ns)");
   std::vector<RootCandidate> candidates(n);
   for (uint32_t p = 0; p < n; ++p)
     candidates[p] = {evidence[p].ns, evidence[p].culprit_class, evidence[p].peer};

@@ -17,6 +17,7 @@ struct Attribution {
   std::vector<CulpritRow> culprits;  // most blame first
   std::vector<ChainRow> chains;
   std::vector<std::string> notes;    // e.g. connections with a missing half
+  std::vector<std::string> evidence; // one line per process with self evidence (diagnostics)
 };
 
 Attribution attribute(const Observations& observations, const AttributionConfig& config = {});

@@ -23,6 +23,7 @@ Robust robust_of(std::vector<double> values) {
   r.n = values.size();
   if (values.empty()) return r;
   r.minimum = *std::min_element(values.begin(), values.end());
+  r.maximum = *std::max_element(values.begin(), values.end());
   r.median = median_of(values);
   for (double& v : values) v = std::fabs(v - r.median);
   r.sigma = 1.4826 * median_of(values);
@@ -66,12 +67,15 @@ std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views
       else if (e.recv_ops) ops.push_back(v->recv_cycle_ns * static_cast<double>(e.recv_steps) /
                                          static_cast<double>(e.recv_ops));
     }
-    b.cycle_ns = robust_of(cycles).median;
+    b.cycle_ns = b.phase[kSendWait].n ? b.phase[kSendWait].median : robust_of(cycles).median;
     b.op_ns = robust_of(ops).median;
     out[comm] = b;
   }
   return out;
 }
+
+double low_reference(const Robust& r) { return r.n < kMinRobustSample ? r.minimum : r.median; }
+double high_reference(const Robust& r) { return r.n < kMinRobustSample ? r.maximum : r.median; }
 
 double significant_excess(double value, const Robust& base, double cycle_ns,
                           const AttributionConfig& config) {
@@ -79,7 +83,7 @@ double significant_excess(double value, const Robust& base, double cycle_ns,
   // much as the rest (two links: the median is halfway to the culprit). Then the quietest
   // connection is the reference and only the floors guard.
   bool small = base.n < kMinRobustSample;
-  double reference = small ? base.minimum : base.median;
+  double reference = low_reference(base);
   double excess = value - reference;
   double guard = std::max({small ? 0.0 : config.mad_k * base.sigma, config.rel_floor * cycle_ns,
                            config.abs_floor_ns});

@@ -22,6 +22,9 @@ struct AttributionConfig {
   // collective duration and kernel_abs_floor_ns, as well as mad_k robust deviations.
   double kernel_rel_floor = 0.10;
   double kernel_abs_floor_ns = 20000.0;
+  // The time a GPU spends on its own work between collectives must exceed its peers' by
+  // this fraction to make it a straggler (GPUs of one job differ a little in speed).
+  double gap_rel_floor = 0.5;
   // A wire is slow when even with all NCCL_STEPS (8) sends queued on it, one send's share of
   // its SendWait exceeds link_ratio x the communicator's median SendWait. A healthy link
   // that is merely saturated queues up to 8 sends and stays below the median per send.
@@ -34,11 +37,18 @@ inline constexpr size_t kMinRobustSample = 5;
 struct Robust {
   double median = 0;
   double minimum = 0;
+  double maximum = 0;
   double sigma = 0;  // 1.4826 x MAD: a standard deviation for normal data
   size_t n = 0;
 };
 
 Robust robust_of(std::vector<double> values);
+
+// What a value is judged against: the median, or with fewer than kMinRobustSample values
+// (where the median is pulled towards the outlier) the quietest value: the minimum when
+// looking for high outliers, the maximum when looking for low ones.
+double low_reference(const Robust& r);
+double high_reference(const Robust& r);
 
 // Per-step view of one connection.
 struct EdgeView {
@@ -54,7 +64,11 @@ EdgeView view_of(const EdgeSummary& e);
 // Baselines of one communicator.
 struct CommBaseline {
   Robust phase[kPhaseCount];
-  double cycle_ns = 0;        // median step cycle (send or receive side, the larger)
+  // The scale of a step: the median time a step spends on the wire (SendWait), i.e. what a
+  // transfer costs when nothing waits. Waiting phases are not used: every fault inflates
+  // them, and a guard that grows with the fault would hide it. Falls back to the median
+  // step cycle when no connection has its send half.
+  double cycle_ns = 0;
   double op_ns = 0;           // median time of one proxy op (a collective's share)
 };
 

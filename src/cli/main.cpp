@@ -14,6 +14,11 @@ int main(int argc, char** argv) {
   CLI::App app{"nccl-culprit: find who a slow or hung NCCL job is waiting for", "nccl-culprit"};
   app.set_version_flag("--version", kToolVersion);
   app.require_subcommand(1);
+  // Usage errors are one line naming the option, like every other failure.
+  auto one_line = [](const CLI::App*, const CLI::Error& e) {
+    return std::string("nccl-culprit: ") + e.what() + " (see --help)\n";
+  };
+  app.failure_message(one_line);
 
   AnalyzeOptions analyze;
   CLI::App* a = app.add_subcommand(
@@ -58,6 +63,7 @@ int main(int argc, char** argv) {
   CLI::App* r = app.add_subcommand("report", "Print the text report of a results file");
   r->add_option("file", report_file, "FILE.h5 written by `nccl-culprit analyze`")->required();
 
+  for (CLI::App* sub : {a, m, r}) sub->failure_message(one_line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -42,12 +42,13 @@ struct ProxyOpRecord {
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
-// Kernel start of one collective on one GPU (KernelCh StartGpuClk, the GPU global timer,
-// comparable across the GPUs of one node). Minimum over the collective's channels.
+// Kernel start and stop of one collective on one GPU (KernelCh StartGpuClk/StopGpuClk, the
+// GPU global timer, comparable across the GPUs of one node). Earliest start over channels.
 struct KernelStartRecord {
   uint64_t comm_hash = 0;
   uint64_t seq = 0;
   uint64_t start_gpu_clk_ns = 0;
+  uint64_t stop_gpu_clk_ns = 0;  // maximum StopGpuClk over channels, 0 when not recorded
   uint32_t process = 0;
   int32_t rank = -1;
 };

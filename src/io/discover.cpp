@@ -4,11 +4,13 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
 #include "io/nccl_trace_reader.hpp"
 #include "io/probing_csv_reader.hpp"
+#include "io/shard_reader.hpp"
 
 namespace culprit {
 namespace fs = std::filesystem;
@@ -29,12 +31,17 @@ std::string sniff(const std::string& path, size_t n = 4096) {
   return head;
 }
 
+// An input directory that cannot be listed is reported like a file that cannot be read
+// (a row of /inputs with its error), so that its host's data is known to be missing.
+constexpr const char* kUnreadableDir = "unreadable-dir";
+
 void add_files_of(const fs::path& dir, const std::string& host, const std::string& forced,
                   int depth, std::vector<InputFile>& out) {
   std::error_code ec;
   std::vector<fs::path> entries;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    entries.push_back(it->path());
+  fs::directory_iterator it(dir, ec);
+  for (fs::directory_iterator end; !ec && it != end; it.increment(ec)) entries.push_back(it->path());
+  if (ec) out.push_back({host, dir.string(), kUnreadableDir});
   std::sort(entries.begin(), entries.end());
   for (const fs::path& p : entries) {
     std::error_code ec2;
@@ -66,15 +73,55 @@ std::string expand_input_template(const std::string& tmpl, const std::string& ho
   return replace_all(s, "{job}", job);
 }
 
+namespace {
+
+// What the first bytes of a file say it is: "nccl-json", "probing-csv" or "" (unclear).
+std::string format_of_content(std::string_view head) {
+  if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
+  size_t i = head.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos) return "";
+  std::string_view first_line = head.substr(i, head.find('\n', i) - i);
+  if ((head[i] == '[' || head[i] == '{') && head.find("\"ph\"") != std::string_view::npos)
+    return "nccl-json";
+  if (first_line.find(',') != std::string_view::npos &&
+      (first_line.find("comm_hash") != std::string_view::npos ||
+       first_line.find("qp_num") != std::string_view::npos))
+    return "probing-csv";
+  return "";
+}
+
+// 2.23-2.26 trace names: <dump>-<hostname>-<tid>.txt
+bool looks_like_old_trace_name(const std::string& path) {
+  std::string stem = fs::path(path).stem().string();
+  size_t dash = stem.rfind('-');
+  if (dash == std::string::npos || dash + 1 >= stem.size() || stem.find('-') == dash) return false;
+  return std::all_of(stem.begin() + static_cast<std::ptrdiff_t>(dash) + 1, stem.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
 std::string detect_format(const std::string& path, const std::string& forced) {
   std::string ext = fs::path(path).extension().string();
   bool candidate = ext == ".json" || ext == ".txt" || ext == ".csv" || ext == ".shard";
   if (!forced.empty() && forced != "auto") return candidate ? forced : "";
   if (!candidate) return "";
+  // Live-capture shards are known by their magic (a *.shard without it is still read as a
+  // shard, so that the reader names what is wrong with it).
+  if (ext == ".shard" || is_shard_file(path)) return "shard";
+  // The content wins over the extension when it is clear (an export saved under the
+  // other name); an unclear or unreadable file goes by its extension, so that the reader
+  // names what is wrong with it.
+  std::string head = sniff(path, 1024);
+  std::string by_content = format_of_content(head);
+  if (!by_content.empty()) return by_content;
   if (ext == ".csv") return "probing-csv";
-  if (ext == ".shard") return "shard";
-  std::string head = sniff(path, 512);
-  if (ext == ".txt" && head.find("\"ph\"") == std::string::npos) return "";  // not a trace
+  if (ext == ".txt") {
+    // Only traces of 2.23-2.26 end in .txt: other text files are not inputs.
+    if (head.find("\"ph\"") != std::string::npos) return "nccl-json";
+    std::ifstream probe(path, std::ios::binary);
+    return !probe && looks_like_old_trace_name(path) ? "nccl-json" : "";
+  }
   return "nccl-json";
 }
 
@@ -120,6 +167,17 @@ void read_one_file(const InputFile& f, LocalData& data) {
     read_nccl_trace_file(f.path, f.host, data);
   } else if (f.format == "probing-csv") {
     read_probing_csv_file(f.path, f.host, data);
+  } else if (f.format == "shard") {
+    read_shard_file(f.path, f.host, data);
+  } else if (f.format == kUnreadableDir) {
+    InputReport report;
+    report.host = f.host;
+    report.path = f.path;
+    report.format = "unknown";
+    std::error_code ec;
+    fs::directory_iterator it(f.path, ec);
+    report.error = "cannot read directory: " + (ec ? ec.message() : std::string("listing failed"));
+    data.inputs.push_back(std::move(report));
   } else {
     InputReport report;
     report.host = f.host;

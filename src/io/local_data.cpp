@@ -1,6 +1,7 @@
 #include "io/local_data.hpp"
 
 #include <algorithm>
+#include <bit>
 
 namespace culprit {
 
@@ -18,14 +19,21 @@ uint32_t LocalData::process_index(const std::string& host, int64_t pid) {
 
 void LocalData::note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t process,
                                bool is_collective, uint64_t seq) {
-  auto key = std::make_pair(comm_hash, rank);
-  auto it = comm_rank_lookup_.find(key);
-  if (it == comm_rank_lookup_.end()) {
-    comm_rank_lookup_.emplace(key, comm_ranks.size());
-    comm_ranks.push_back({comm_hash, rank, process, is_collective ? seq : 0, is_collective});
-    return;
+  size_t index = last_comm_rank_;
+  if (index >= comm_ranks.size() || comm_ranks[index].comm_hash != comm_hash ||
+      comm_ranks[index].rank != rank) {
+    auto key = std::make_pair(comm_hash, rank);
+    auto it = comm_rank_lookup_.find(key);
+    if (it == comm_rank_lookup_.end()) {
+      last_comm_rank_ = comm_ranks.size();
+      comm_rank_lookup_.emplace(key, comm_ranks.size());
+      comm_ranks.push_back({comm_hash, rank, process, is_collective ? seq : 0, is_collective});
+      return;
+    }
+    index = it->second;
+    last_comm_rank_ = index;
   }
-  CommRankSeen& seen = comm_ranks[it->second];
+  CommRankSeen& seen = comm_ranks[index];
   if (is_collective) {
     seen.newest_seq = seen.has_collective ? std::max(seen.newest_seq, seq) : seq;
     seen.has_collective = true;
@@ -35,6 +43,53 @@ void LocalData::note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t proces
 void LocalData::mark_cut_short(uint64_t comm_hash, int32_t rank) {
   auto it = comm_rank_lookup_.find(std::make_pair(comm_hash, rank));
   if (it != comm_rank_lookup_.end()) comm_ranks[it->second].cut_short = true;
+}
+
+void QpStat::add(uint64_t length, uint64_t duration_ns) {
+  ++count;
+  bytes = saturating_add(bytes, length);
+  sum_ns = saturating_add(sum_ns, duration_ns);
+  min_ns = std::min(min_ns, duration_ns);
+  max_ns = std::max(max_ns, duration_ns);
+  int bucket = duration_ns == 0 ? 0 : std::min(kBuckets - 1, static_cast<int>(std::bit_width(duration_ns)) - 1);
+  ++hist[bucket];
+}
+
+void QpStat::merge(const QpStat& o) {
+  count += o.count;
+  bytes = saturating_add(bytes, o.bytes);
+  sum_ns = saturating_add(sum_ns, o.sum_ns);
+  min_ns = std::min(min_ns, o.min_ns);
+  max_ns = std::max(max_ns, o.max_ns);
+  for (int k = 0; k < kBuckets; ++k) hist[k] += o.hist[k];
+}
+
+uint64_t QpStat::quantile_ns(double q) const {
+  if (count == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  auto rank = static_cast<uint64_t>(q * static_cast<double>(count - 1));
+  uint64_t seen = 0;
+  for (int k = 0; k < kBuckets; ++k) {
+    seen += hist[k];
+    if (seen > rank) return std::min(max_ns, k >= 63 ? UINT64_MAX : (uint64_t{2} << k) - 1);
+  }
+  return max_ns;
+}
+
+QpStat& LocalData::qp_stat(const std::string& host, int32_t rank, int32_t device, uint32_t qp_num,
+                           uint32_t process) {
+  auto key = std::make_tuple(host, rank, device, qp_num);
+  auto it = qp_lookup_.find(key);
+  if (it != qp_lookup_.end()) return qp_stats[it->second];
+  qp_lookup_.emplace(std::move(key), qp_stats.size());
+  QpStat s;
+  s.host = host;
+  s.rank = rank;
+  s.device = device;
+  s.qp_num = qp_num;
+  s.process = process;
+  qp_stats.push_back(std::move(s));
+  return qp_stats.back();
 }
 
 void LocalData::absorb(LocalData&& other) {
@@ -56,6 +111,8 @@ void LocalData::absorb(LocalData&& other) {
     kernel_starts.push_back(k);
   }
   for (InputReport& in : other.inputs) inputs.push_back(std::move(in));
+  for (const QpStat& q : other.qp_stats)
+    qp_stat(q.host, q.rank, q.device, q.qp_num, remap[q.process]).merge(q);
   other = LocalData();
 }
 

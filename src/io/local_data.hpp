@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -33,14 +34,47 @@ struct InputReport {
   std::string host;
   std::string path;
   std::string format;              // nccl-json | probing-csv | shard | mock | unknown
+  std::string layout;              // nccl-json: the plugin layout detected (FORMATS.md §2):
+                                   // 2.23 | 2.24-2.26 | 2.27+ | 2.28-2.29.2 | 2.29.3+ | unknown;
+                                   // probing-csv: proxy_ops | net_qp
   uint64_t records = 0;            // ProxyOp records kept
   uint64_t rejected = 0;           // lines, rows or steps rejected
   std::map<std::string, uint64_t> reject_reasons;
   std::string error;               // non-empty: the file as a whole could not be used
+  bool truncated = false;          // the file was cut short: part of it is lost
 
   void reject(const std::string& reason, uint64_t n = 1) {
     rejected += n;
     reject_reasons[reason] += n;
+  }
+};
+
+// Durations of IB work requests of one queue pair as probing's `nccl.net_qp` table records
+// them (FORMATS.md §3), summed per (host, rank, device, qp_num): evidence about the wire of
+// a process, usable for `network_link` (a QP much slower than the node's others).
+struct QpStat {
+  static constexpr int kBuckets = 48;  // log2 buckets of duration_ns: [2^k, 2^(k+1))
+
+  std::string host;
+  int32_t rank = -1;        // `rank` column of nccl.net_qp
+  int32_t device = -1;      // IB device index
+  uint32_t qp_num = 0;
+  uint32_t process = 0;     // index into LocalData::processes (same identity rule as proxy_ops)
+  uint64_t count = 0;       // work requests
+  uint64_t bytes = 0;       // sum of `length`
+  uint64_t sum_ns = 0;      // sum of `duration_ns` (saturating)
+  uint64_t min_ns = UINT64_MAX;
+  uint64_t max_ns = 0;
+  uint64_t hist[kBuckets] = {};
+
+  void add(uint64_t length, uint64_t duration_ns);
+  void merge(const QpStat& other);
+  double mean_ns() const { return count ? static_cast<double>(sum_ns) / static_cast<double>(count) : 0.0; }
+  // Upper bound of the bucket that holds quantile q (0..1) of the durations: within 2x.
+  uint64_t quantile_ns(double q) const;
+  // Bytes per second of wire time (0 when no time was recorded).
+  double bytes_per_second() const {
+    return sum_ns ? static_cast<double>(bytes) * 1e9 / static_cast<double>(sum_ns) : 0.0;
   }
 };
 
@@ -57,6 +91,11 @@ class LocalData {
   std::vector<ProxyOpRecord> ops;
   std::vector<KernelStartRecord> kernel_starts;
   std::vector<InputReport> inputs;
+  std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
+
+  // The statistics of (host, rank, device, qp_num), added on first sight.
+  QpStat& qp_stat(const std::string& host, int32_t rank, int32_t device, uint32_t qp_num,
+                  uint32_t process);
 
   // Appends everything of `other`, renumbering its process indices.
   void absorb(LocalData&& other);
@@ -64,6 +103,8 @@ class LocalData {
  private:
   std::unordered_map<std::string, uint32_t> process_lookup_;
   std::map<std::pair<uint64_t, int32_t>, size_t> comm_rank_lookup_;
+  size_t last_comm_rank_ = SIZE_MAX;  // one-entry cache: consecutive rows of one (comm, rank)
+  std::map<std::tuple<std::string, int32_t, int32_t, uint32_t>, size_t> qp_lookup_;
 };
 
 }  // namespace culprit

@@ -1,7 +1,11 @@
 #include "io/nccl_trace_reader.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "io/line_reader.hpp"
@@ -13,27 +17,101 @@ namespace {
 // Timestamps within this tolerance of their op's bounds still count as inside it: the
 // plugin's clocks are read at slightly different moments.
 constexpr int64_t kBoundsToleranceNs = 1000;
+constexpr uint32_t kNoContext = UINT32_MAX;
+// Bounds on what one file can make the parser hold (real files nest 7 deep and print at most
+// 32 steps per op): a hostile or broken file costs memory in proportion to its records only.
+constexpr size_t kMaxDepth = 64;
+constexpr size_t kMaxStepsPerOp = 1024;
+
+// Why something was not used. Counted in an array while reading (no string per event) and
+// turned into InputReport::reject_reasons at the end. Texts stay under 96 characters (the
+// exchange carries the top three of each file).
+enum Reason : int {
+  kMalformedLine,
+  kUnknownPhase,
+  kEndWithoutBegin,
+  kUnterminatedOp,
+  kUnterminatedAtEof,
+  kCollWithoutIds,
+  kP2pWithoutIds,
+  kPxnOp,
+  kOpOfUnidentified,
+  kOpWithoutChannel,
+  kOpWithoutEnd,
+  kStaleStep,
+  kDuplicateStep,
+  kSendStepWithoutEnd,
+  kRecvStepWithoutEnd,
+  kOpWithoutValidStep,
+  kTooDeep,
+  kTooManySteps,
+  kReasonCount,
+};
+
+constexpr std::array<const char*, kReasonCount> kReasonText = {
+    "malformed line",
+    "unknown event phase",
+    "end without matching begin",
+    "unterminated proxy op",
+    "unterminated event at end of file (truncated?)",
+    "COLL event without CommHash/Rank/SeqNum",
+    "P2P event without CommHash/Rank",
+    "proxy op outside any collective (PXN op of another process)",
+    "proxy op of an unidentified collective",
+    "proxy op without Channel/Peer",
+    "proxy op without its end (in flight when the trace was written)",
+    "step with stale or non-increasing timestamps",
+    "duplicate step (retried receive)",
+    "send step without its end (last phase not counted)",
+    "receive step without its end (last phase not counted)",
+    "proxy op without a valid step",
+    "event nested more than 64 deep (unterminated events?)",
+    "proxy op with more than 1024 steps (the rest ignored)",
+};
 
 int phase_of(std::string_view name) {
-  if (name == "SendGpuWait") return kSendGpuWait;
-  if (name == "SendPeerWait") return kSendPeerWait;
-  if (name == "SendWait") return kSendWait;
-  if (name == "RecvWait") return kRecvWait;
-  if (name == "RecvFlushWait") return kRecvFlushWait;
-  if (name == "RecvGpuWait") return kRecvGpuWait;
+  // Hot: one call per NET line. Dispatch on length first.
+  switch (name.size()) {
+    case 8:
+      if (name == "SendWait") return kSendWait;
+      if (name == "RecvWait") return kRecvWait;
+      break;
+    case 11:
+      if (name == "SendGpuWait") return kSendGpuWait;
+      if (name == "RecvGpuWait") return kRecvGpuWait;
+      break;
+    case 12:
+      if (name == "SendPeerWait") return kSendPeerWait;
+      break;
+    case 13:
+      if (name == "RecvFlushWait") return kRecvFlushWait;
+      break;
+    default:
+      break;
+  }
   return -1;
 }
 
-enum class FrameKind { kColl, kP2p, kKernelCh, kSchedule, kProgress, kNet, kOther };
+enum class FrameKind : uint8_t { kColl, kP2p, kKernelCh, kSchedule, kProgress, kNet, kOther };
 
+// One open "b" line. Its name and category are kept as a hash: an "e" line closes the
+// innermost open event with the same name, category and id.
 struct Frame {
-  FrameKind kind = FrameKind::kOther;
-  std::string name;
+  uint64_t key = 0;
   int64_t id = -1;
-  int64_t ts = 0;
-  int phase = -1;           // kNet
-  size_t context = 0;       // kColl / kP2p: index into contexts
+  uint32_t context = kNoContext;  // kColl / kP2p: index into contexts
+  FrameKind kind = FrameKind::kOther;
+  int8_t phase = -1;              // kNet
 };
+
+inline uint64_t frame_key(std::string_view name, std::string_view cat) {
+  // FNV-1a over name, a separator and cat.
+  uint64_t h = 1469598103934665603ull;
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  h = (h ^ 0xFFu) * 1099511628211ull;
+  for (char c : cat) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
 
 // The COLL or P2P that encloses proxy ops.
 struct Context {
@@ -41,8 +119,11 @@ struct Context {
   int32_t rank = -1;
   uint64_t seq = 0;
   bool is_p2p = false;
-  uint64_t min_start_clk = 0;
   bool valid = false;
+  bool process_known = false;
+  uint32_t process = 0;
+  uint64_t min_start_clk = 0;
+  uint64_t max_stop_clk = 0;
 };
 
 struct StepAcc {
@@ -59,9 +140,46 @@ struct OpState {
   int32_t channel = -1, peer = -1, n_steps = 0;
   uint64_t chunk = 0, trans = 0;
   int64_t start_ts = 0;
-  size_t context = SIZE_MAX;
-  std::vector<StepAcc> steps;
+  uint32_t context = kNoContext;
+  bool too_many_steps = false;
+  std::vector<StepAcc> steps;  // capacity reused from op to op
+
+  void reset() {
+    open = false;
+    is_send = false;
+    channel = peer = -1;
+    n_steps = 0;
+    chunk = trans = 0;
+    start_ts = 0;
+    context = kNoContext;
+    too_many_steps = false;
+    steps.clear();
+  }
 };
+
+// What the lines said about the plugin version that wrote them (FORMATS.md §2).
+struct LayoutSeen {
+  bool old_proxy = false;    // proxy ops named Send/Recv in PROXY, nMaxChannels (2.23-2.26)
+  bool v223 = false;         // integer Datatype, ncclAllReduce-style names (2.23)
+  bool new_proxy = false;    // ScheduleSend/ProgressSend (2.27+)
+  bool api = false;          // GROUP_API, COLL_API, P2P_API, KERNEL_LAUNCH (2.28+)
+  bool invalid_json = false; // bare tokens, "key":value (2.28-2.29.2)
+  bool ce = false;           // CE_COLL, CE_SYNC, CE_BATCH (2.29.3+)
+  bool coll = false;
+
+  const char* name() const {
+    if (old_proxy) return v223 ? "2.23" : "2.24-2.26";
+    if (ce) return "2.29.3+";
+    if (api) return invalid_json ? "2.28-2.29.2" : "2.29.3+";
+    if (invalid_json) return "2.28-2.29.2";
+    if (new_proxy || coll) return "2.27+";
+    return "unknown";
+  }
+};
+
+inline bool starts_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && std::memcmp(s.data(), p.data(), p.size()) == 0;
+}
 
 class TraceParser {
  public:
@@ -73,95 +191,176 @@ class TraceParser {
     while (a < b && (text[a] == ' ' || text[a] == '\t' || text[a] == '\r')) ++a;
     while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\r')) --b;
     text = text.substr(a, b - a);
-    if (text.empty() || text == "[" || text == "]" || text == "{}]" || text == "{}" ||
-        text == "{}],")
+    if (text.size() <= 4 && (text.empty() || text == "[" || text == "]" || text == "{}]" ||
+                             text == "{}" || text == "{}],")) {
+      if (text == "{}]" || text == "]") saw_closing_line_ = true;
       return;
-    TraceLine ev;
-    if (!parse_trace_line(text, ev, scratch_)) {
-      report_.reject("malformed line");
+    }
+    saw_closing_line_ = false;  // events after a closing line: a later, unfinished part
+    if (!parse_trace_line(text, ev_, scratch_)) {
+      ++reasons_[kMalformedLine];
       return;
     }
     ++events_;
-    if (ev.pid >= 0 && !process_known_) {
-      process_ = data_.process_index(host_, ev.pid);
+    if (ev_.bare_token || ev_.tight_colon) layout_.invalid_json = true;
+    if (ev_.pid >= 0 && (!process_known_ || ev_.pid != process_pid_)) {
+      process_ = data_.process_index(host_, ev_.pid);
+      process_pid_ = ev_.pid;
       process_known_ = true;
     }
-    if (ev.ph == 'b') begin(ev);
-    else if (ev.ph == 'e') end(ev);
-    else report_.reject("unknown event phase");
+    if (ev_.ph == 'b') begin(ev_);
+    else if (ev_.ph == 'e') end(ev_);
+    else ++reasons_[kUnknownPhase];
   }
 
   void finish() {
     // Frames still open at the end of the file: the file was cut short (or the job died).
     for (const Frame& f : stack_) {
       if (f.kind == FrameKind::kProgress || f.kind == FrameKind::kColl || f.kind == FrameKind::kP2p)
-        report_.reject("unterminated event at end of file (truncated?)");
+        ++reasons_[kUnterminatedAtEof];
       // A trace cut inside a collective says nothing about how far that process got.
       if (f.kind == FrameKind::kColl && contexts_[f.context].valid)
         data_.mark_cut_short(contexts_[f.context].comm_hash, contexts_[f.context].rank);
     }
     stack_.clear();
+    // The plugin always ends a file with "{}]": without it the file was cut short, and how
+    // far its processes got is unknown (it must not look like a rank that stopped).
+    if (events_ > 0 && !saw_closing_line_) {
+      report_.truncated = true;
+      report_.reject("file ends before its closing line (truncated)");
+      for (const auto& [comm_hash, rank] : file_ranks_) data_.mark_cut_short(comm_hash, rank);
+    }
+    flush_reasons();
+    report_.layout = events_ > 0 ? layout_.name() : "unknown";
     if (events_ == 0 && report_.error.empty()) {
       report_.error = report_.rejected > 0 ? "not an NCCL profiler trace (no readable event line)"
                                            : "empty trace (no event line)";
     }
   }
 
- private:
-  void begin(const TraceLine& ev) {
-    Frame f;
-    f.name.assign(ev.name.data(), ev.name.size());
-    f.id = ev.id;
-    f.ts = ev.ts_ns;
-    if (ev.cat == "COLL" || ev.cat == "P2P") {
-      f.kind = ev.cat == "COLL" ? FrameKind::kColl : FrameKind::kP2p;
-      f.context = contexts_.size();
-      contexts_.push_back(context_of(ev, f.kind == FrameKind::kP2p));
-    } else if (ev.cat == "GPU" && ev.name == "KernelCh") {
-      f.kind = FrameKind::kKernelCh;
-      uint64_t clk = 0;
-      size_t ctx = innermost_context();
-      if (ctx != SIZE_MAX && parse_u64(ev.arg("StartGpuClk"), &clk) && clk > 0) {
-        Context& c = contexts_[ctx];
-        c.min_start_clk = c.min_start_clk == 0 ? clk : std::min(c.min_start_clk, clk);
-      }
-    } else if (ev.cat == "PROXY" && (ev.name == "ScheduleSend" || ev.name == "ScheduleRecv")) {
-      f.kind = FrameKind::kSchedule;
-      schedule_ts_ = ev.ts_ns;
-    } else if (ev.cat == "PROXY" && (ev.name == "ProgressSend" || ev.name == "ProgressRecv")) {
-      f.kind = FrameKind::kProgress;
-      open_op(ev);
-    } else if (ev.cat == "NET" && phase_of(ev.name) >= 0) {
-      f.kind = FrameKind::kNet;
-      f.phase = phase_of(ev.name);
-      step_begin(ev, f.phase);
+  void flush_reasons() {
+    for (int r = 0; r < kReasonCount; ++r) {
+      if (reasons_[r]) report_.reject(kReasonText[r], reasons_[r]);
+      reasons_[r] = 0;
     }
-    stack_.push_back(std::move(f));
+  }
+
+ private:
+  FrameKind classify(const TraceLine& ev, int* phase) {
+    std::string_view cat = ev.cat, name = ev.name;
+    switch (cat.size()) {
+      case 3:
+        if (cat == "NET") {
+          *phase = phase_of(name);
+          return *phase >= 0 ? FrameKind::kNet : FrameKind::kOther;  // *BufferWait: not a phase
+        }
+        if (cat == "P2P") return FrameKind::kP2p;
+        if (cat == "GPU" && name == "KernelCh") return FrameKind::kKernelCh;
+        break;
+      case 4:
+        if (cat == "COLL") return FrameKind::kColl;
+        break;
+      case 5:
+        if (cat == "PROXY") {
+          if (name == "ProgressSend" || name == "ProgressRecv") {
+            layout_.new_proxy = true;
+            return FrameKind::kProgress;
+          }
+          if (name == "ScheduleSend" || name == "ScheduleRecv") {
+            layout_.new_proxy = true;
+            return FrameKind::kSchedule;
+          }
+          if (name == "Send" || name == "Recv") {  // 2.23-2.26 proxy op
+            layout_.old_proxy = true;
+            return FrameKind::kProgress;
+          }
+        }
+        break;
+      default:
+        if (cat == "GROUP_API" || cat == "COLL_API" || cat == "P2P_API" || cat == "KERNEL_LAUNCH")
+          layout_.api = true;
+        else if (starts_with(cat, "CE_"))
+          layout_.ce = true;
+        break;
+    }
+    return FrameKind::kOther;
+  }
+
+  void begin(const TraceLine& ev) {
+    if (stack_.size() >= kMaxDepth) {
+      ++reasons_[kTooDeep];
+      return;
+    }
+    Frame f;
+    f.key = frame_key(ev.name, ev.cat);
+    f.id = ev.id;
+    int phase = -1;
+    f.kind = classify(ev, &phase);
+    switch (f.kind) {
+      case FrameKind::kColl:
+      case FrameKind::kP2p:
+        f.context = static_cast<uint32_t>(contexts_.size());
+        contexts_.push_back(context_of(ev, f.kind == FrameKind::kP2p));
+        break;
+      case FrameKind::kKernelCh: {
+        uint64_t clk = 0;
+        uint32_t ctx = innermost_context();
+        if (ctx != kNoContext && parse_u64(ev.arg("StartGpuClk"), &clk) && clk > 0) {
+          Context& c = contexts_[ctx];
+          c.min_start_clk = c.min_start_clk == 0 ? clk : std::min(c.min_start_clk, clk);
+          // Only channel 0 carries StopGpuClk from 2.28 on (others print 0): take the max.
+          uint64_t stop = 0;
+          if (parse_u64(ev.arg("StopGpuClk"), &stop) && stop > clk) c.max_stop_clk = std::max(c.max_stop_clk, stop);
+        }
+        break;
+      }
+      case FrameKind::kSchedule:
+        schedule_ts_ = ev.ts_ns;
+        break;
+      case FrameKind::kProgress:
+        open_op(ev);
+        break;
+      case FrameKind::kNet:
+        f.phase = static_cast<int8_t>(phase);
+        step_begin(ev, phase);
+        break;
+      default:
+        break;
+    }
+    stack_.push_back(f);
   }
 
   void end(const TraceLine& ev) {
     // Lines nest strictly; find the matching begin from the top.
+    const uint64_t key = frame_key(ev.name, ev.cat);
     size_t match = stack_.size();
     for (size_t k = stack_.size(); k-- > 0;) {
-      if (stack_[k].id == ev.id && stack_[k].name == ev.name) {
+      if (stack_[k].id == ev.id && stack_[k].key == key) {
         match = k;
         break;
       }
     }
     if (match == stack_.size()) {
-      report_.reject("end without matching begin");
+      ++reasons_[kEndWithoutBegin];
       return;
     }
+    const bool popped_unterminated = stack_.size() > match + 1;
     while (stack_.size() > match + 1) {
-      if (stack_.back().kind == FrameKind::kProgress) report_.reject("unterminated proxy op");
-      if (stack_.back().kind == FrameKind::kProgress) op_.open = false;
+      if (stack_.back().kind == FrameKind::kProgress) {
+        ++reasons_[kUnterminatedOp];
+        op_.open = false;
+      }
       stack_.pop_back();
     }
-    Frame f = std::move(stack_.back());
+    Frame f = stack_.back();
     stack_.pop_back();
+    // Contexts live while their frame is open: those of f and of frames above it go now
+    // (after f's own use below).
+    const bool owns_context = f.kind == FrameKind::kColl || f.kind == FrameKind::kP2p;
+    const bool trim_contexts = owns_context || popped_unterminated;
     switch (f.kind) {
       case FrameKind::kNet:
-        step_end(ev, f.phase);
+        step_end(ev, f.id, f.phase);
         break;
       case FrameKind::kProgress:
         close_op(ev.ts_ns);
@@ -172,58 +371,77 @@ class TraceParser {
       default:
         break;
     }
+    if (trim_contexts) {
+      size_t keep = 0;
+      for (const Frame& open : stack_)
+        if (open.kind == FrameKind::kColl || open.kind == FrameKind::kP2p)
+          keep = std::max<size_t>(keep, open.context + 1);
+      if (keep < contexts_.size()) contexts_.resize(keep);
+    }
   }
 
   Context context_of(const TraceLine& ev, bool is_p2p) {
     Context c;
     c.is_p2p = is_p2p;
+    c.process = process_;
+    c.process_known = process_known_;
     int64_t rank = -1;
     c.valid = parse_u64(ev.arg("CommHash"), &c.comm_hash) && parse_i64(ev.arg("Rank"), &rank) &&
-              rank >= 0;
+              rank >= 0 && rank <= INT32_MAX;
     c.rank = static_cast<int32_t>(rank);
     if (!is_p2p) {
+      layout_.coll = true;
+      if (ev.has_arg("nMaxChannels")) layout_.old_proxy = true;  // 2.23-2.26 COLL args
+      std::string_view dt = ev.arg("Datatype");
+      if (starts_with(ev.name, "nccl") || (!dt.empty() && dt[0] >= '0' && dt[0] <= '9'))
+        layout_.v223 = true;
       c.valid = c.valid && parse_u64(ev.arg("SeqNum"), &c.seq);
     } else {
       int64_t peer = -1;
       parse_i64(ev.arg("Peer"), &peer);
-      c.seq = p2p_ordinal_[{c.comm_hash, peer}]++;
+      // An ordinal per (communicator, rank, peer, direction): the k-th Send of a rank to a
+      // peer meets the k-th Recv of that peer from it. 2.23 names them ncclSend/ncclRecv.
+      bool send = ev.name.find("Send") != std::string_view::npos;
+      if (c.valid) c.seq = p2p_ordinal_[std::make_tuple(c.comm_hash, c.rank, peer, send)]++;
     }
     if (!c.valid) {
-      report_.reject(is_p2p ? "P2P event without CommHash/Rank" : "COLL event without CommHash/Rank/SeqNum");
-    } else if (process_known_) {
-      data_.note_comm_rank(c.comm_hash, c.rank, process_, !is_p2p, c.seq);
+      ++reasons_[is_p2p ? kP2pWithoutIds : kCollWithoutIds];
+    } else {
+      if (c.process_known) data_.note_comm_rank(c.comm_hash, c.rank, c.process, !is_p2p, c.seq);
+      file_ranks_.emplace(c.comm_hash, c.rank);
     }
     return c;
   }
 
-  size_t innermost_context() const {
+  uint32_t innermost_context() const {
     for (size_t k = stack_.size(); k-- > 0;)
       if (stack_[k].kind == FrameKind::kColl || stack_[k].kind == FrameKind::kP2p)
         return stack_[k].context;
-    return SIZE_MAX;
+    return kNoContext;
   }
 
-  void close_context(size_t index) {
+  void close_context(uint32_t index) {
     const Context& c = contexts_[index];
-    if (c.valid && !c.is_p2p && c.min_start_clk > 0 && process_known_) {
+    if (c.valid && !c.is_p2p && c.min_start_clk > 0 && c.process_known) {
       KernelStartRecord k;
       k.comm_hash = c.comm_hash;
       k.seq = c.seq;
       k.start_gpu_clk_ns = c.min_start_clk;
-      k.process = process_;
+      k.stop_gpu_clk_ns = c.max_stop_clk;
+      k.process = c.process;
       k.rank = c.rank;
       data_.kernel_starts.push_back(k);
     }
   }
 
   void open_op(const TraceLine& ev) {
-    op_ = OpState();
+    op_.reset();
     op_.open = true;
-    op_.is_send = ev.name == "ProgressSend";
+    op_.is_send = ev.name == "ProgressSend" || ev.name == "Send";
     int64_t v = 0;
-    if (parse_i64(ev.arg("Channel"), &v)) op_.channel = static_cast<int32_t>(v);
-    if (parse_i64(ev.arg("Peer"), &v)) op_.peer = static_cast<int32_t>(v);
-    if (parse_i64(ev.arg("Steps"), &v)) op_.n_steps = static_cast<int32_t>(v);
+    if (parse_i64(ev.arg("Channel"), &v) && v >= 0 && v <= INT32_MAX) op_.channel = static_cast<int32_t>(v);
+    if (parse_i64(ev.arg("Peer"), &v) && v >= 0 && v <= INT32_MAX) op_.peer = static_cast<int32_t>(v);
+    if (parse_i64(ev.arg("Steps"), &v) && v >= 0 && v <= INT32_MAX) op_.n_steps = static_cast<int32_t>(v);
     parse_u64(ev.arg("ChunkSize"), &op_.chunk);
     parse_u64(ev.arg("transSize"), &op_.trans);
     op_.start_ts = schedule_ts_ > 0 && schedule_ts_ <= ev.ts_ns ? schedule_ts_ : ev.ts_ns;
@@ -234,10 +452,14 @@ class TraceParser {
   void step_begin(const TraceLine& ev, int phase) {
     if (!op_.open) return;
     if (op_.steps.empty() || op_.steps.back().net_id != ev.id) {
-      StepAcc acc;
+      if (op_.steps.size() >= kMaxStepsPerOp) {
+        if (!op_.too_many_steps) ++reasons_[kTooManySteps];
+        op_.too_many_steps = true;
+        return;
+      }
+      StepAcc& acc = op_.steps.emplace_back();
       acc.net_id = ev.id;
       parse_i64(ev.arg("Step"), &acc.step);
-      op_.steps.push_back(acc);
     }
     StepAcc& acc = op_.steps.back();
     // When a state is recorded again (retries), the first entry is the one that counts.
@@ -247,46 +469,60 @@ class TraceParser {
     }
   }
 
-  void step_end(const TraceLine& ev, int phase) {
-    if (!op_.open || op_.steps.empty()) return;
+  void step_end(const TraceLine& ev, int64_t net_id, int phase) {
+    if (!op_.open || op_.steps.empty() || phase < 0 || op_.too_many_steps) return;
     StepAcc& acc = op_.steps.back();
+    if (acc.net_id != net_id) return;
     if ((acc.has_begin & (1u << phase)) && !(acc.has_end & (1u << phase))) {
       acc.end[phase] = ev.ts_ns;
       acc.has_end |= static_cast<uint8_t>(1u << phase);
     }
   }
 
+  enum class StepVerdict { kStale, kComplete, kMissingEnd };
+
   // A step counts only when its phases have increasing times inside its op: step slots are
   // reused without clearing, so stale and zero timestamps are common (FORMATS.md §2, 4).
-  bool step_valid(const StepAcc& s, int64_t op_begin, int64_t op_end) const {
-    uint8_t complete = s.has_begin & s.has_end;
-    if (complete == 0) return false;
+  // Phases are taken in order while they are consistent; a step whose last phases lack a
+  // usable end (a receive in 2.24-2.26 that was never stopped, defect 7) keeps the phases
+  // before them. `kept` gets the mask of the phases to sum.
+  StepVerdict check_step(const StepAcc& s, int64_t op_begin, int64_t op_end, uint8_t* kept) const {
+    *kept = 0;
     int64_t previous_end = 0;
     for (int p = 0; p < kPhaseCount; ++p) {
-      if (!(complete & (1u << p))) continue;
-      if (s.begin[p] <= 0 || s.end[p] < s.begin[p]) return false;
-      if (s.begin[p] < op_begin - kBoundsToleranceNs || s.end[p] > op_end + kBoundsToleranceNs)
-        return false;
-      if (s.begin[p] + kBoundsToleranceNs < previous_end) return false;
-      previous_end = s.end[p];
+      if (!(s.has_begin & (1u << p))) continue;
+      const int64_t b = s.begin[p], e = s.end[p];
+      bool begin_ok = b > 0 && b >= op_begin - kBoundsToleranceNs &&
+                      b <= op_end + kBoundsToleranceNs && b + kBoundsToleranceNs >= previous_end;
+      if (!begin_ok) return *kept ? StepVerdict::kMissingEnd : StepVerdict::kStale;
+      bool end_ok = (s.has_end & (1u << p)) && e >= b && e <= op_end + kBoundsToleranceNs;
+      if (!end_ok) return *kept ? StepVerdict::kMissingEnd : StepVerdict::kStale;
+      *kept |= static_cast<uint8_t>(1u << p);
+      previous_end = e;
     }
-    return true;
+    return *kept ? StepVerdict::kComplete : StepVerdict::kStale;
   }
 
   void close_op(int64_t end_ts) {
     if (!op_.open) return;
     op_.open = false;
-    if (op_.context == SIZE_MAX) {
-      report_.reject("proxy op outside any collective (PXN op of another process)");
+    if (op_.context == kNoContext) {
+      ++reasons_[kPxnOp];
       return;
     }
     const Context& ctx = contexts_[op_.context];
     if (!ctx.valid) {
-      report_.reject("proxy op of an unidentified collective");
+      ++reasons_[kOpOfUnidentified];
       return;
     }
     if (op_.channel < 0 || op_.peer < 0) {
-      report_.reject("proxy op without Channel/Peer");
+      ++reasons_[kOpWithoutChannel];
+      return;
+    }
+    // An op still in flight when the plugin wrote the file keeps the stale stop time of its
+    // pool slot's previous occupant (or 0): nothing in it can be bounded.
+    if (end_ts <= 0 || end_ts < op_.start_ts) {
+      ++reasons_[kOpWithoutEnd];
       return;
     }
     ProxyOpRecord r;
@@ -297,31 +533,33 @@ class TraceParser {
     r.channel = op_.channel;
     r.is_send = op_.is_send ? 1 : 0;
     r.is_p2p = ctx.is_p2p ? 1 : 0;
-    r.process = process_;
+    r.process = ctx.process_known ? ctx.process : process_;
     r.start_ns = static_cast<uint64_t>(std::max<int64_t>(op_.start_ts, 0));
     r.end_ns = static_cast<uint64_t>(std::max<int64_t>(end_ts, op_.start_ts));
     // transSize can be inflated by slot reuse; Steps x ChunkSize bounds it.
     r.bytes = op_.trans;
     if (op_.n_steps > 0 && op_.chunk > 0)
       r.bytes = std::min<uint64_t>(r.bytes, static_cast<uint64_t>(op_.n_steps) * op_.chunk);
-    std::vector<int64_t> seen_steps;
+    seen_steps_.clear();
     for (const StepAcc& s : op_.steps) {
-      if (!step_valid(s, op_.start_ts, end_ts)) {
-        report_.reject("step with stale or non-increasing timestamps");
+      uint8_t kept = 0;
+      StepVerdict v = check_step(s, op_.start_ts, end_ts, &kept);
+      if (v == StepVerdict::kStale) {
+        ++reasons_[kStaleStep];
         continue;
       }
-      if (std::find(seen_steps.begin(), seen_steps.end(), s.step) != seen_steps.end()) {
-        report_.reject("duplicate step (retried receive)");
+      if (std::find(seen_steps_.begin(), seen_steps_.end(), s.step) != seen_steps_.end()) {
+        ++reasons_[kDuplicateStep];
         continue;
       }
-      seen_steps.push_back(s.step);
-      uint8_t complete = s.has_begin & s.has_end;
+      if (v == StepVerdict::kMissingEnd) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
+      seen_steps_.push_back(s.step);
       for (int p = 0; p < kPhaseCount; ++p)
-        if (complete & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(s.end[p] - s.begin[p]);
+        if (kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(s.end[p] - s.begin[p]);
       ++r.steps;
     }
     if (r.steps == 0) {
-      report_.reject("proxy op without a valid step");
+      ++reasons_[kOpWithoutValidStep];
       return;
     }
     data_.ops.push_back(r);
@@ -331,15 +569,22 @@ class TraceParser {
   const std::string& host_;
   LocalData& data_;
   InputReport& report_;
+  TraceLine ev_;
   std::string scratch_;
   std::vector<Frame> stack_;
   std::vector<Context> contexts_;
-  std::map<std::pair<uint64_t, int64_t>, uint64_t> p2p_ordinal_;
+  std::vector<int64_t> seen_steps_;
+  std::set<std::pair<uint64_t, int32_t>> file_ranks_;  // every (comm, rank) of the file
+  std::map<std::tuple<uint64_t, int32_t, int64_t, bool>, uint64_t> p2p_ordinal_;
   OpState op_;
+  LayoutSeen layout_;
   int64_t schedule_ts_ = 0;
+  int64_t process_pid_ = -1;
   uint32_t process_ = 0;
   bool process_known_ = false;
   uint64_t events_ = 0;
+  bool saw_closing_line_ = false;
+  uint64_t reasons_[kReasonCount] = {};
 };
 
 void finish_report(const LineReadResult& lines, InputReport& report) {
@@ -359,6 +604,7 @@ void read_nccl_trace_file(const std::string& path, const std::string& host, Loca
   LineReadResult lines = for_each_line(path, [&](std::string_view l) { parser.line(l); });
   finish_report(lines, report);
   if (report.error.empty()) parser.finish();
+  else parser.flush_reasons();
   data.inputs.push_back(std::move(report));
 }
 

@@ -2,6 +2,10 @@
 // always valid JSON (unquoted ncclFloat32, 0x... pointers and (nil) in 2.28-2.29.2, curly
 // quotes pasted in), so this reads `"key": value` pairs by hand instead of using a JSON
 // parser, and accepts bare tokens as values.
+//
+// Speed: the plugin prints every line with the same fprintf layout (keys in a fixed order,
+// one space after ':' and ','), so a fast path reads that layout directly and only lines
+// that deviate from it go through the general key/value scanner. Both give the same result.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +29,19 @@ struct TraceLine {
   int64_t pid = -1;
   int64_t ts_ns = 0;       // "ts" (microseconds with 6 decimals) in integer nanoseconds
   bool has_ts = false;
-  TraceArg args[kMaxArgs];
+  // Layout hints (FORMATS.md §2): some argument was an unquoted token that is not a number
+  // (2.28-2.29.2 `ncclFloat32`, `0x...`, `(nil)`), or `"key":value` without the space.
+  bool bare_token = false;
+  bool tight_colon = false;
+  TraceArg args[kMaxArgs];  // the first kMaxArgs arguments; only args[0..n_args) are valid
   int n_args = 0;
+  int extra_args = 0;       // arguments beyond kMaxArgs (dropped)
 
   // Value of an argument, empty view when absent.
   std::string_view arg(std::string_view key) const;
   bool has_arg(std::string_view key) const;
+  // Clears the fields without touching the argument array (cheap).
+  void reset();
 };
 
 // Parses `line` into `out`. Returns false for a line that is not an event object. The views

@@ -29,18 +29,26 @@ std::string utc_now_iso8601() {
   return buf;
 }
 
-// Errors of this rank alone carry the rank and host so that a user of a 1000-node job can
-// find the node at fault.
+// The name of this process in messages: a user of a 1000-node job must find the node.
+std::string where(const Communicator& comm, const std::string& host) {
+  return comm.size() > 1 ? "[rank " + std::to_string(comm.rank()) + " " + host + "] " : "";
+}
+
+// One line, written at once, so that lines of several ranks never interleave.
+void say(const std::string& text) {
+  std::string line = "nccl-culprit: " + text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+// Fatal errors of this rank alone (no collective possible at that moment).
 void say_error(const Communicator& comm, const std::string& host, const std::string& text) {
-  if (comm.size() > 1)
-    std::cerr << "nccl-culprit: [rank " << comm.rank() << " " << host << "] " << text << "\n";
-  else
-    std::cerr << "nccl-culprit: " << text << "\n";
+  say(where(comm, host) + text);
 }
 
 struct Collected {
   LocalData data;
-  bool node_failed = false;   // this node's input could not be read at all
+  std::string node_error;     // this node's input could not be read at all
   std::string describe_input;
 };
 
@@ -72,13 +80,10 @@ Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string
     c.describe_input = tmpl;
   }
   if (!d.error.empty()) {
-    say_error(comm, host, d.error);
-    c.node_failed = true;
+    c.node_error = where(comm, host) + d.error;  // reported once, by rank 0
     return c;
   }
   read_input_files(d.files, c.data);
-  for (const InputReport& in : c.data.inputs)
-    if (!in.error.empty()) say_error(comm, host, in.path + ": " + in.error);
   return c;
 }
 
@@ -87,6 +92,9 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
                          bool any_node_failed, const std::string& describe_input,
                          const std::string& reduce_path, const std::vector<std::string>& notes) {
   Attribution a = attribute(obs);
+  // NCCL_CULPRIT_DEBUG=1 lists every process with self evidence, for whoever tunes or audits.
+  if (const char* debug = std::getenv("NCCL_CULPRIT_DEBUG"); debug && *debug == '1')
+    for (const std::string& line : a.evidence) std::cerr << "nccl-culprit: evidence " << line << "\n";
   AnalysisResults r;
   r.info.tool_version = kToolVersion;
   r.info.format_version = kFormatVersion;
@@ -98,7 +106,7 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
   r.info.reduce_path = reduce_path;
   bool partial = any_node_failed;
   for (const InputReport& in : inputs) {
-    partial = partial || !in.error.empty();
+    partial = partial || !in.error.empty() || in.truncated;
     InputRow row{in.host, in.path, in.format, in.records, in.rejected};
     r.inputs.push_back(row);
     if (in.rejected > 0 || !in.error.empty()) {
@@ -138,7 +146,12 @@ std::string current_host_name() {
 }
 
 int run_analyze(const AnalyzeOptions& o, Communicator& world) {
-  const std::string host = current_host_name();
+  // Node-local data is named after this node. NCCL_CULPRIT_HOST overrides the name ({rank}
+  // expanded), for tests that play several nodes on one machine and for sites whose
+  // hostname differs from the name the job uses.
+  std::string host = current_host_name();
+  if (const char* forced = std::getenv("NCCL_CULPRIT_HOST"); forced && *forced)
+    host = expand_input_template(forced, host, world.rank(), current_job_id());
   // --local-only: every process analyses its own node alone, with no traffic at all.
   std::unique_ptr<Communicator> serial;
   if (o.local_only) serial = make_serial_communicator();
@@ -179,7 +192,12 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   // Phase 3: exchange.
   Observations obs;
   std::vector<InputReport> inputs;
-  uint64_t failed_nodes = comm.all_sum({collected.node_failed ? 1u : 0u})[0];
+  // Node errors travel to rank 0, which reports each once.
+  std::vector<std::string> node_errors;
+  for (const std::vector<char>& e : comm.all_gather_bytes(std::vector<char>(
+           collected.node_error.begin(), collected.node_error.end())))
+    if (!e.empty()) node_errors.emplace_back(e.begin(), e.end());
+  const uint64_t failed_nodes = node_errors.size();
   std::vector<std::string> notes;
   if (!local.reduce_note.empty()) notes.push_back(local.reduce_note);
   try {
@@ -196,11 +214,16 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     uint64_t records = 0;
     for (const InputReport& in : inputs) records += in.records;
     if (records == 0 || obs.edges.empty()) {
-      std::cerr << "nccl-culprit: no usable profiler data in " << collected.describe_input
-                << " (" << inputs.size() << " file(s) read, " << failed_nodes
-                << " node(s) without input)\n";
+      // One line: the first node error says why, or else what was read.
+      std::string why = !node_errors.empty()
+          ? "no usable profiler data: " + node_errors.front() + (node_errors.size() > 1 ? " (and " + std::to_string(node_errors.size() - 1) + " more node(s) without input)" : "")
+          : "no usable profiler data in " + collected.describe_input + " (" + std::to_string(inputs.size()) + " file(s) read)";
+      say(why);
       code = kExitNoData;
     } else {
+      for (const std::string& e : node_errors) say("warning: " + e);
+      for (const InputReport& in : inputs)
+        if (!in.error.empty()) say("warning: " + in.path + ": " + in.error);
       try {
         if (failed_nodes)
           notes.push_back(std::to_string(failed_nodes) + " analyzer process(es) found no input");
@@ -215,7 +238,7 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
         if (!o.json.empty()) write_results_json(results, expand_output(o.json, host, world.rank()));
         if (!o.quiet) render_report(results, std::cout);
       } catch (const std::exception& e) {
-        std::cerr << "nccl-culprit: " << e.what() << "\n";
+        say(e.what());
         code = kExitFailure;
       }
     }

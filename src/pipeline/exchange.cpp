@@ -31,12 +31,13 @@ struct WireCommRank {
   uint64_t newest_seq;
   int64_t kernel_late_sum_ns;
   uint64_t op_time_sum_ns;
+  uint64_t gap_sum_ns;
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
   uint32_t flags;  // bit 0: has_collective, bit 1: cut_short
   uint32_t op_samples;
-  uint32_t pad;
+  uint32_t gap_samples;
 };
 
 constexpr int kWireReasons = 3;
@@ -49,6 +50,7 @@ struct WireInput {
   uint64_t reason_count[kWireReasons];
   uint64_t records;
   uint64_t rejected;
+  uint64_t truncated;
 };
 
 struct WireHeader {
@@ -88,9 +90,9 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   std::vector<WireCommRank> ranks(s.comm_ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
-    ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.rank, c.process,
-                c.kernel_samples, (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u),
-                c.op_samples, 0};
+    ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.gap_sum_ns,
+                c.rank, c.process, c.kernel_samples,
+                (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u), c.op_samples, c.gap_samples};
   }
   append(out, ranks.data(), ranks.size());
   append(out, s.edges.data(), s.edges.size());
@@ -105,6 +107,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
     copy_text(w.error, in.error);
     w.records = in.records;
     w.rejected = in.rejected;
+    w.truncated = in.truncated ? 1 : 0;
     std::vector<std::pair<uint64_t, std::string>> reasons;
     for (const auto& [reason, n] : in.reject_reasons) reasons.emplace_back(n, reason);
     std::sort(reasons.rbegin(), reasons.rend());
@@ -136,6 +139,8 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.kernel_samples = c.kernel_samples;
     g.op_time_sum_ns = c.op_time_sum_ns;
     g.op_samples = c.op_samples;
+    g.gap_sum_ns = c.gap_sum_ns;
+    g.gap_samples = c.gap_samples;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
     s.comm_ranks.push_back(g);
   }
@@ -148,6 +153,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     in.error = text_of(w.error);
     in.records = w.records;
     in.rejected = w.rejected;
+    in.truncated = w.truncated != 0;
     for (int k = 0; k < kWireReasons; ++k)
       if (w.reason[k][0]) in.reject_reasons[text_of(w.reason[k])] = w.reason_count[k];
     s.inputs.push_back(std::move(in));
@@ -190,6 +196,10 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
         if (c.kernel_samples > seen.kernel_samples) {
           seen.kernel_late_sum_ns = c.kernel_late_sum_ns;
           seen.kernel_samples = c.kernel_samples;
+        }
+        if (c.gap_samples > seen.gap_samples) {
+          seen.gap_sum_ns = c.gap_sum_ns;
+          seen.gap_samples = c.gap_samples;
         }
         if (c.op_samples > seen.op_samples) {
           seen.op_time_sum_ns = c.op_time_sum_ns;

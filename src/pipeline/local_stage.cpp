@@ -40,6 +40,25 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
   }
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
+  // Gaps: per GPU, its collectives of every communicator in kernel-start order.
+  std::map<uint32_t, std::vector<const KernelStartRecord*>> by_process;
+  for (const KernelStartRecord& k : data.kernel_starts) by_process[k.process].push_back(&k);
+  for (auto& [process, list] : by_process) {
+    std::sort(list.begin(), list.end(), [](const KernelStartRecord* a, const KernelStartRecord* b) {
+      return a->start_gpu_clk_ns < b->start_gpu_clk_ns;
+    });
+    for (size_t i = 1; i < list.size(); ++i) {
+      const KernelStartRecord* prev = list[i - 1];
+      const KernelStartRecord* cur = list[i];
+      if (cur->seq < min_seq_of(cur->comm_hash) || prev->stop_gpu_clk_ns == 0 ||
+          cur->start_gpu_clk_ns <= prev->stop_gpu_clk_ns)
+        continue;  // outside the window, no stop recorded, or overlapping streams
+      auto it = by_rank.find({cur->comm_hash, cur->rank});
+      if (it == by_rank.end()) continue;
+      it->second->gap_sum_ns += cur->start_gpu_clk_ns - prev->stop_gpu_clk_ns;
+      it->second->gap_samples += 1;
+    }
+  }
   for (auto& [key, starts] : groups) {
     if (starts.size() < 2) continue;  // nothing to compare with on this node
     std::vector<uint64_t> clocks;

@@ -16,8 +16,9 @@ namespace culprit {
 // into windows of `seq_window` sequences (sorted by comm_hash).
 std::vector<CommWindow> agree_windows(Communicator& comm, const LocalData& data, int seq_window);
 
-// Kernel lateness per (communicator, rank): each GPU's kernel start against the median of
-// the GPUs of its node in the same collective, summed over the window.
+// Kernel timing per (communicator, rank): each GPU's kernel start against the median of
+// the GPUs of its node in the same collective, and the gap since its previous collective
+// ended, both summed over the window.
 void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow>& windows,
                              std::vector<GlobalCommRank>& ranks);
 

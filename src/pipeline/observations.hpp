@@ -32,6 +32,12 @@ struct GlobalCommRank {
   // started theirs and waited for it.
   uint64_t op_time_sum_ns = 0;
   uint32_t op_samples = 0;
+  // Time its GPU spent outside NCCL before each collective of the window: kernel start minus
+  // the stop of the GPU's previous collective (any communicator). Durations on one GPU's
+  // own timer, so comparable across nodes. A straggler's own work shows here; a victim that
+  // finished the previous collective late does not.
+  uint64_t gap_sum_ns = 0;
+  uint32_t gap_samples = 0;
 };
 
 struct Observations {

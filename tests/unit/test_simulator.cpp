@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -34,8 +36,10 @@ struct TStep {
 };
 
 struct TOp {
-  int rank = -1, seq = -1, channel = -1, peer = -1, n_steps = 0;
+  int rank = -1, seq = -1, channel = -1, peer = -1, n_steps = 0;  // rank, peer: comm ranks
   bool is_send = false;
+  bool p2p = false;         // inside a P2P Send/Recv (seq is then -1)
+  uint64_t comm = 0;        // CommHash of the enclosing COLL/P2P
   uint64_t chunk = 0, trans = 0;
   double sched_b = 0, sched_e = 0, progr_b = 0, progr_e = 0;
   std::vector<TStep> steps;  // in printed (slot) order
@@ -55,7 +59,8 @@ struct TFile {
   std::vector<json> events;
   std::vector<TOp> ops;
   std::vector<TKernel> kernels;
-  std::vector<int> seqs;
+  std::vector<int> seqs;         // SeqNum of every COLL
+  std::vector<std::string> p2p;  // name of every P2P (Send/Recv)
 };
 
 // Parses one rendered file, checking the line layout and LIFO nesting on the way.
@@ -70,6 +75,8 @@ TFile parse_trace(const std::string& content) {
   EXPECT_EQ(content.back(), '\n');
   std::vector<json> stack;
   int rank = -1, seq = -1;
+  uint64_t comm = 0;
+  bool in_p2p = false;
   TOp* op = nullptr;
   TStep cur;
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
@@ -87,7 +94,15 @@ TFile parse_trace(const std::string& content) {
       if (e.at("cat") == "COLL") {
         rank = e["args"]["Rank"];
         seq = e["args"]["SeqNum"];
+        comm = e["args"]["CommHash"];
+        in_p2p = false;
         f.seqs.push_back(seq);
+      } else if (e.at("cat") == "P2P") {
+        rank = e["args"]["Rank"];
+        seq = -1;
+        comm = e["args"]["CommHash"];
+        in_p2p = true;
+        f.p2p.push_back(name);
       } else if (name == "KernelCh") {
         EXPECT_EQ(e.at("id"), 0);  // the plugin never increments its KernelCh counter
         TKernel k;
@@ -107,6 +122,8 @@ TFile parse_trace(const std::string& content) {
         o.chunk = e["args"]["ChunkSize"];
         o.trans = e["args"]["transSize"];
         o.is_send = name == "ScheduleSend";
+        o.p2p = in_p2p;
+        o.comm = comm;
         o.sched_b = e["ts"];
         f.ops.push_back(o);
         op = &f.ops.back();
@@ -263,7 +280,7 @@ TEST(SimulatorSpec, Errors) {
     return "";
   };
   EXPECT_EQ(msg("colour=blue"), "unknown mock key 'colour'");
-  EXPECT_NE(msg("topology=tree").find("tree"), std::string::npos);
+  EXPECT_NE(msg("topology=torus").find("torus"), std::string::npos);
   EXPECT_NE(msg("nodes=abc").find("nodes"), std::string::npos);
   EXPECT_NE(msg("nodes=0").find("nodes"), std::string::npos);
   EXPECT_NE(msg("gpus=-1").find("gpus"), std::string::npos);
@@ -651,6 +668,548 @@ TEST(Simulator, LargeScenarioIsFast) {
   EXPECT_GT(bytes, 0u);
   EXPECT_LT(s, 20.0);  // about 0.5 s optimised; generous for debug and sanitizer builds
   std::printf("16x8x2x20: simulate+render %.2f s, %zu bytes\n", s, bytes);
+}
+
+
+// ---- the general engine: trees, pipelines, several communicators --------------------------
+
+// Every file of a job, keyed by (commHash, comm rank), with the global rank of each.
+struct Job {
+  Simulation sim;
+  std::map<std::pair<uint64_t, int>, TFile> files;
+  std::map<std::pair<uint64_t, int>, int> global;  // (commHash, comm rank) -> global rank
+  std::map<int, std::vector<std::pair<uint64_t, int>>> files_of;  // global rank -> its files
+  std::map<std::string, uint64_t> hash_of;                        // comm name -> hash
+  explicit Job(const std::string& spec) : sim(Scenario::parse(spec)) {
+    for (const auto& c : sim.communicators()) {
+      hash_of[c.name] = c.hash;
+      for (size_t i = 0; i < c.ranks.size(); ++i) global[{c.hash, int(i)}] = c.ranks[i];
+    }
+    for (int node = 0; node < sim.scenario().nodes; ++node)
+      for (const auto& rf : sim.render_host_nccl_json(node)) {
+        const auto a = rf.name.find('_', 10), b = rf.name.rfind('_');
+        EXPECT_EQ(rf.name.rfind("nccl_prof_", 0), 0u) << rf.name;
+        const uint64_t h = std::stoull(rf.name.substr(10, a - 10));
+        const int cr = std::stoi(rf.name.substr(b + 1));
+        EXPECT_TRUE(global.count(std::make_pair(h, cr))) << rf.name;
+        const int gr = global[std::make_pair(h, cr)];
+        EXPECT_EQ(sim.processes()[gr].node, node) << rf.name;
+        files[{h, cr}] = parse_trace(rf.content);
+        files_of[gr].push_back({h, cr});
+      }
+  }
+  int g(uint64_t comm, int crank) const { return global.at({comm, crank}); }
+  // Mean per-step phases of every connection, seen from one side:
+  // (comm, sender global, receiver global, channel) -> {phase 0, 1, 2}.
+  std::map<std::tuple<uint64_t, int, int, int>, std::array<double, 3>> means(bool is_send) const {
+    std::map<std::tuple<uint64_t, int, int, int>, std::pair<std::array<double, 3>, int>> acc;
+    for (const auto& [key, f] : files)
+      for (const auto& o : f.ops) {
+        if (o.is_send != is_send) continue;
+        const int me = g(key.first, key.second), peer = g(key.first, o.peer);
+        auto& a = acc[{key.first, is_send ? me : peer, is_send ? peer : me, o.channel}];
+        for (int ph = 0; ph < 3; ++ph) a.first[ph] += o.mean(ph);
+        a.second += 1;
+      }
+    std::map<std::tuple<uint64_t, int, int, int>, std::array<double, 3>> out;
+    for (const auto& [k, a] : acc)
+      for (int ph = 0; ph < 3; ++ph) out[k][ph] = a.first[ph] / a.second;
+    return out;
+  }
+  // Mean of one phase over the connections src->dst (any comm, any channel), one side.
+  double conn(int src, int dst, bool is_send, int phase) const {
+    double s = 0;
+    int n = 0;
+    for (const auto& [k, v] : means(is_send))
+      if (std::get<1>(k) == src && std::get<2>(k) == dst) {
+        s += v[phase];
+        ++n;
+      }
+    EXPECT_GT(n, 0) << "no connection " << src << "->" << dst;
+    return n ? s / n : 0;
+  }
+};
+
+const char* kTree = "topology=tree,nodes=4,gpus=4,channels=2,seqs=6,seed=7";
+const char* kPipe = "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=2,seed=7,bytes=2M";
+const char* kMulti = "topology=ring,comms=world+dp,nodes=4,gpus=4,channels=2,seqs=5,seed=7,bytes=16M";
+
+TEST(SimulatorSpec, TopologiesCommsAndNoiseKeys) {
+  Scenario t = Scenario::parse("topology=tree,comms=dp+world,hetero=0.1,channels=4");
+  EXPECT_EQ(t.topology, "tree");
+  EXPECT_EQ(t.comms, "world+dp");
+  EXPECT_DOUBLE_EQ(t.hetero, 0.1);
+  EXPECT_EQ(Scenario::parse(t.to_spec()).to_spec(), t.to_spec());
+  Scenario p = Scenario::parse("topology=pipeline,stages=2,microbatches=3,backward=0,comms=pp+world");
+  EXPECT_EQ(p.stages, 2);
+  EXPECT_EQ(p.microbatches, 3);
+  EXPECT_FALSE(p.backward);
+  EXPECT_EQ(p.comms, "pp+world");
+  EXPECT_EQ(Scenario::parse(p.to_spec()).to_spec(), p.to_spec());
+  EXPECT_EQ(Scenario::parse("engine=flow").engine, "flow");
+  // The plain ring's spec is unchanged by the new keys.
+  EXPECT_EQ(Scenario::parse("nodes=2").to_spec().find("comms"), std::string::npos);
+  EXPECT_EQ(Scenario::parse("nodes=2").to_spec().find("hetero"), std::string::npos);
+  // Two faults: the key repeats, items are separated by commas.
+  Scenario two = Scenario::parse("topology=tree,fault=slow_gpu:5,fault=slow_link:11-12");
+  ASSERT_EQ(two.faults.size(), 2u);
+  auto msg = [](const std::string& spec) -> std::string {
+    try {
+      Simulation sim(Scenario::parse(spec));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(msg("topology=ring,comms=pp").find("comms"), std::string::npos);
+  EXPECT_NE(msg("topology=pipeline,comms=world+dp").find("comms"), std::string::npos);
+  EXPECT_NE(msg("comms=world+xx").find("comms"), std::string::npos);
+  EXPECT_NE(msg("stages=2").find("pipeline"), std::string::npos);
+  EXPECT_NE(msg("topology=tree,engine=flow").find("engine"), std::string::npos);
+  EXPECT_NE(msg("hetero=-1").find("hetero"), std::string::npos);
+  EXPECT_NE(msg("topology=tree,channels=3").find("even"), std::string::npos);
+  EXPECT_NE(msg("topology=pipeline,nodes=3,gpus=1,stages=2").find("stages"), std::string::npos);
+  EXPECT_NE(msg("topology=pipeline,channels=17").find("channels"), std::string::npos);
+  EXPECT_NE(msg("topology=ring,comms=world+dp,nodes=1,gpus=4").find("2 nodes"), std::string::npos);
+  EXPECT_NE(msg("topology=tree,nodes=4,gpus=4,fault=slow_link:3-4").find("not a connection"), std::string::npos);
+  EXPECT_NE(msg("topology=tree,nodes=4,gpus=4,fault=slow_link:1-2").find("same node"), std::string::npos);
+  EXPECT_NE(msg("topology=pipeline,nodes=4,gpus=2,fault=slow_gpu:8").find("rank"), std::string::npos);
+  EXPECT_NE(Scenario::help().find("topology=ring"), std::string::npos);
+  EXPECT_NE(Scenario::help().find("pipeline"), std::string::npos);
+  EXPECT_NE(Scenario::help().find("world+dp"), std::string::npos);
+}
+
+// Tree 0 over 4 nodes is NCCL's 0 -> 2 -> {1, 3}; tree 1 its mirror 3 -> 1 -> {2, 0}. Inside
+// a node the chain runs local 0 (toward the parent) .. local 3 (toward the children).
+TEST(SimulatorTree, DoubleBinaryTreeAsNccl) {
+  Simulation sim(Scenario::parse(kTree));
+  ASSERT_EQ(sim.communicators().size(), 1u);
+  EXPECT_EQ(sim.communicators()[0].algorithm, "TREE");
+  std::set<std::tuple<int, int, int, std::string>> net;  // channel, src, dst, role
+  std::map<std::pair<int, int>, int> parent;             // (channel, rank) -> parent
+  for (const SimLink& l : sim.links()) {
+    EXPECT_EQ(l.network, sim.is_network_hop(l.src, l.dst));
+    if (l.network) net.insert({l.channel, l.src, l.dst, l.role});
+    if (l.role == "tree_up") {
+      EXPECT_FALSE(parent.count({l.channel, l.src})) << "one parent per channel";
+      parent[{l.channel, l.src}] = l.dst;
+    }
+  }
+  const std::set<std::tuple<int, int, int, std::string>> expect = {
+      {0, 8, 3, "tree_up"},   {0, 3, 8, "tree_down"}, {0, 4, 11, "tree_up"}, {0, 11, 4, "tree_down"},
+      {0, 12, 11, "tree_up"}, {0, 11, 12, "tree_down"}, {1, 4, 15, "tree_up"}, {1, 15, 4, "tree_down"},
+      {1, 8, 7, "tree_up"},   {1, 7, 8, "tree_down"}, {1, 0, 7, "tree_up"},  {1, 7, 0, "tree_down"}};
+  EXPECT_EQ(net, expect);
+  EXPECT_EQ(parent.size(), 2u * 15u) << "every GPU but the root has a parent on each channel";
+  EXPECT_FALSE(parent.count({0, 0}));
+  EXPECT_FALSE(parent.count({1, 12}));
+  EXPECT_EQ(parent.at({0, 1}), 0);  // chain inside node 0
+  EXPECT_EQ(parent.at({0, 3}), 2);
+  // Double binary tree: with an even node count no node is interior in both trees.
+  for (int nodes : {2, 4, 6, 8, 16}) {
+    Simulation s(Scenario::parse("topology=tree,gpus=1,channels=2,seqs=1,nodes=" + std::to_string(nodes)));
+    std::map<int, std::set<int>> interior;  // node -> trees where it has children
+    for (const SimLink& l : s.links())
+      if (l.role == "tree_up") interior[l.dst].insert(l.channel);
+    for (const auto& [node, trees] : interior) EXPECT_LT(trees.size(), 2u) << nodes << " nodes, node " << node;
+  }
+}
+
+TEST(SimulatorTree, TraceOpsFollowTheTree) {
+  Job job(kTree);
+  const uint64_t h = job.hash_of.at("world");
+  std::map<int, std::set<std::tuple<int, int, int>>> expect;  // rank -> (channel, is_send, peer)
+  for (const SimLink& l : job.sim.links())
+    if (l.network) {
+      expect[l.src].insert({l.channel, 1, l.dst});
+      expect[l.dst].insert({l.channel, 0, l.src});
+    }
+  for (const auto& [key, f] : job.files) {
+    const int r = job.g(key.first, key.second);
+    EXPECT_EQ(f.seqs, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+    std::set<std::tuple<int, int, int>> got;
+    for (const auto& o : f.ops) {
+      got.insert({o.channel, o.is_send, o.peer});
+      EXPECT_EQ(o.comm, h);
+      EXPECT_EQ(o.n_steps, 64) << "32 MiB per channel in 512 KiB chunks";
+      EXPECT_FALSE(o.p2p);
+    }
+    EXPECT_EQ(got, expect[r]) << "rank " << r;
+    for (const auto& e : f.events)
+      if (e["cat"] == "COLL" && e["ph"] == "b") {
+        EXPECT_EQ(e["args"]["Algorithm"], "TREE");
+        EXPECT_EQ(e["args"]["nChannels"], 2);
+        EXPECT_EQ(e["args"]["Rank"], key.second);
+      }
+  }
+  // NCCL's save order on a channel: receives from the children, send to the parent, receive
+  // from the parent, sends to the children. Rank 11 (tail of node 2) on channel 0 has
+  // children 4 and 12 over the network and its parent 10 over NVLink.
+  const TFile& f11 = job.files.at({h, 11});
+  std::vector<std::pair<bool, int>> order;
+  for (const auto& o : f11.ops)
+    if (o.seq == 0 && o.channel == 0) order.push_back({o.is_send, o.peer});
+  EXPECT_EQ(order, (std::vector<std::pair<bool, int>>{{false, 4}, {false, 12}, {true, 4}, {true, 12}}));
+  // Rank 8 (head of node 2) on channel 0: parent 3 over the network, child 9 over NVLink.
+  order.clear();
+  for (const auto& o : job.files.at({h, 8}).ops)
+    if (o.seq == 0 && o.channel == 0) order.push_back({o.is_send, o.peer});
+  EXPECT_EQ(order, (std::vector<std::pair<bool, int>>{{true, 3}, {false, 3}}));
+}
+
+TEST(SimulatorTree, FaultSignatures) {
+  Job healthy(kTree);
+  const auto hs = healthy.means(true), hr = healthy.means(false);
+  // Healthy: no flush or consumer trouble anywhere.
+  for (const auto& [k, v] : hr) {
+    EXPECT_LT(v[1], 10.0);
+    EXPECT_LT(v[2], 150.0);  // an interior GPU waits for its other child (tens of us)
+  }
+  {  // slow link 11 -> 12 (channel 0, broadcast): SendWait with the data ready.
+    Job j(std::string(kTree) + ",fault=slow_link:11-12");
+    ASSERT_EQ(j.sim.truth().roots.size(), 1u);
+    EXPECT_EQ(j.sim.truth().roots[0].peer, 12);
+    std::vector<double> other_sw, other_gw;
+    for (const auto& [k, v] : j.means(true))
+      if (!(std::get<1>(k) == 11 && std::get<2>(k) == 12)) {
+        other_sw.push_back(v[2]);
+        other_gw.push_back(v[0]);
+      }
+    EXPECT_GT(j.conn(11, 12, true, 2), 5 * median(other_sw));
+    EXPECT_LT(j.conn(11, 12, true, 0), 0.1 * median(other_gw));
+    // Default peer: the first network connection the sender has.
+    Simulation d(Scenario::parse(std::string(kTree) + ",fault=slow_link:8"));
+    EXPECT_EQ(d.truth().roots[0].peer, 3);
+  }
+  {  // slow flush at 12: its network receive flushes ~100x longer.
+    Job j(std::string(kTree) + ",fault=slow_flush:12");
+    const double fl = j.conn(11, 12, false, 1);
+    EXPECT_GT(fl, 100.0);
+    for (const auto& [k, v] : j.means(false)) {
+      if (std::get<2>(k) != 12) {
+        EXPECT_GT(fl, 20 * v[1]);
+      }
+    }
+  }
+  {  // slow consumer 8: its inbound network receives hold the data (RecvGpuWait), little RecvWait.
+    Job j(std::string(kTree) + ",fault=slow_consumer:8");
+    EXPECT_EQ(j.sim.truth().roots.at(0).culprit_class, "gpu_consumer");
+    for (int src : {3, 7}) {
+      EXPECT_GT(j.conn(src, 8, false, 2), 20 * healthy.conn(src, 8, false, 2));
+      EXPECT_LT(j.conn(src, 8, false, 0), 0.2 * j.conn(src, 8, false, 2));
+    }
+  }
+  {  // slow GPU 13 (interior of node 3's chain, no proxy events): its kernels start late.
+    Job j(std::string(kTree) + ",fault=slow_gpu:13");
+    const uint64_t h = j.hash_of.at("world");
+    EXPECT_TRUE(j.files.at({h, 13}).ops.empty());
+    for (int s = 0; s < 6; ++s) {
+      uint64_t mine = 0, peers = 0;
+      for (int r : {12, 13, 14, 15})
+        for (const auto& k : j.files.at({h, r}).kernels)
+          if (k.seq == s && k.channel == 0) (r == 13 ? mine : peers) = std::max(r == 13 ? mine : peers, k.start_clk);
+      EXPECT_GT(mine, peers + 1000000) << "seq " << s;
+    }
+  }
+}
+
+TEST(SimulatorPipeline, SendRecvStructure) {
+  Job job(kPipe);  // 4 stages (nodes) x 2 pipelines; 2 iterations x 4 microbatches
+  ASSERT_EQ(job.sim.communicators().size(), 2u);
+  for (const auto& c : job.sim.communicators()) {
+    EXPECT_EQ(c.algorithm, "P2P");
+    ASSERT_EQ(c.ranks.size(), 4u);
+  }
+  EXPECT_EQ(job.sim.communicators()[1].ranks, (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_THROW(job.sim.ring_next(0, 0), std::out_of_range);
+  for (const auto& [key, f] : job.files) {
+    const int stage = key.second;
+    EXPECT_TRUE(f.seqs.empty()) << "no collective";
+    int sends = 0, recvs = 0;
+    for (const auto& n : f.p2p) (n == "Send" ? sends : recvs) += 1;
+    const int per_dir = 2 * 4;  // iterations x microbatches
+    EXPECT_EQ(sends, per_dir * ((stage < 3) + (stage > 0))) << "stage " << stage;
+    EXPECT_EQ(recvs, per_dir * ((stage > 0) + (stage < 3))) << "stage " << stage;
+    for (const auto& e : f.events)
+      if (e["cat"] == "P2P" && e["ph"] == "b") {
+        const auto& a = e["args"];
+        EXPECT_EQ(a["CommHash"].get<uint64_t>(), key.first);
+        EXPECT_EQ(a["Rank"], stage);
+        EXPECT_EQ(std::abs(a["Peer"].get<int>() - stage), 1);
+        EXPECT_EQ(a["Count"], 1048576);
+        EXPECT_EQ(a["Datatype"], "ncclBfloat16");
+        EXPECT_EQ(a["nChannels"], 2);
+      }
+    for (const auto& o : f.ops) {
+      EXPECT_TRUE(o.p2p);
+      EXPECT_GE(o.channel, 16);
+      EXPECT_LT(o.channel, 32);
+      EXPECT_EQ(o.n_steps, 8) << "1 MiB per channel in 128 KiB chunks";
+      EXPECT_EQ(o.chunk, 131072u);
+    }
+  }
+  // A send and the receive it feeds use the same channels at both ends.
+  std::map<std::tuple<uint64_t, int, int>, std::set<int>> send_ch, recv_ch;  // comm, src, dst
+  for (const auto& [key, f] : job.files)
+    for (const auto& o : f.ops)
+      (o.is_send ? send_ch[{key.first, key.second, o.peer}] : recv_ch[{key.first, o.peer, key.second}]).insert(o.channel);
+  EXPECT_EQ(send_ch, recv_ch);
+  EXPECT_EQ(send_ch.size(), 2u * 6u);  // per pipeline: 3 forward and 3 backward hops
+  // Raw line of a P2P event, exactly in the plugin's key order.
+  Simulation one(Scenario::parse("topology=pipeline,nodes=2,gpus=1,channels=1,seqs=1,microbatches=1,backward=0,bytes=1M,layout=flat"));
+  const std::string c = one.render_host_nccl_json(0)[0].content;
+  EXPECT_NE(c.find("{\"name\": \"Send\", \"cat\": \"P2P\", \"ph\": \"b\", \"id\": 0, \"pid\": "), std::string::npos) << c.substr(0, 300);
+  EXPECT_NE(c.find(", \"args\": {\"CommHash\": " + std::to_string(one.comm_hash()) +
+                   ", \"Rank\": 0, \"Peer\": 1, \"Count\": 524288, \"Datatype\": \"ncclBfloat16\", \"nChannels\": 1}},\n"),
+            std::string::npos);
+}
+
+TEST(SimulatorPipeline, StagesInsideANodeUseNvlink) {
+  // 2 nodes x 4 GPUs, 4 stages of 2 GPUs: stages 0, 1 on node 0, stages 2, 3 on node 1.
+  Job job("topology=pipeline,nodes=2,gpus=4,stages=4,channels=2,seqs=1,bytes=1M");
+  ASSERT_EQ(job.sim.communicators().size(), 2u);
+  EXPECT_EQ(job.sim.communicators()[0].ranks, (std::vector<int>{0, 2, 4, 6}));
+  for (const auto& [key, f] : job.files) {
+    const int stage = key.second;
+    EXPECT_FALSE(f.p2p.empty());
+    for (const auto& o : f.ops) {
+      EXPECT_TRUE((stage == 1 && o.peer == 2) || (stage == 2 && o.peer == 1)) << stage;
+    }
+    if (stage == 0 || stage == 3) {
+      EXPECT_TRUE(f.ops.empty());
+    }
+  }
+}
+
+TEST(SimulatorPipeline, SlowGpuStallsItsNeighboursOnly) {
+  Job healthy(kPipe), slow(std::string(kPipe) + ",fault=slow_gpu:4");  // stage 2 of pipeline 0
+  // Its upstream sender waits for buffers (no credit), its downstream receivers for data.
+  EXPECT_GT(slow.conn(2, 4, true, 1), 5 * healthy.conn(2, 4, true, 1) + 200);
+  EXPECT_GT(slow.conn(4, 6, false, 0), 2 * healthy.conn(4, 6, false, 0));
+  EXPECT_GT(slow.conn(6, 4, true, 1), 5 * healthy.conn(6, 4, true, 1) + 200);  // backward
+  // The other pipeline shares no communicator with it: its files are identical.
+  const uint64_t pp1 = slow.hash_of.at("pp1");
+  for (int stage = 0; stage < 4; ++stage) {
+    const auto& a = healthy.files.at({pp1, stage}).events;
+    const auto& b = slow.files.at({pp1, stage}).events;
+    EXPECT_EQ(a, b) << "stage " << stage;
+  }
+}
+
+TEST(SimulatorMultiComm, OneFilePerCommunicator) {
+  Job job(kMulti);
+  const auto& comms = job.sim.communicators();
+  ASSERT_EQ(comms.size(), 5u);  // world + one DP communicator per local index
+  EXPECT_EQ(comms[0].name, "world");
+  EXPECT_EQ(comms[0].hash, job.sim.comm_hash());
+  EXPECT_EQ(job.sim.truth().comms.size(), 5u);
+  std::set<uint64_t> hashes;
+  int above = 0;
+  for (const auto& c : comms) {
+    hashes.insert(c.hash);
+    above += c.hash > (1ull << 63);
+  }
+  EXPECT_EQ(hashes.size(), 5u);
+  EXPECT_GE(above, 2);
+  EXPECT_LE(above, 3);
+  EXPECT_EQ(comms[2].name, "dp1");
+  EXPECT_EQ(comms[2].ranks, (std::vector<int>{1, 5, 9, 13}));
+  for (int r = 0; r < 16; ++r) {
+    ASSERT_EQ(job.files_of[r].size(), 2u) << r;
+  }
+  for (const auto& [key, f] : job.files) {
+    EXPECT_EQ(f.seqs, (std::vector<int>{0, 1, 2, 3, 4})) << "SeqNum counts per communicator";
+    for (const auto& e : f.events)
+      if (e["cat"] == "COLL" && e["ph"] == "b") {
+        EXPECT_EQ(e["args"]["CommHash"].get<uint64_t>(), key.first);
+        EXPECT_EQ(e["args"]["Rank"], key.second);
+      }
+    for (const auto& o : f.ops) EXPECT_EQ(o.comm, key.first);
+  }
+  // DP rings are all network hops: every DP file has a send and a receive per channel.
+  for (const auto& [key, f] : job.files) {
+    if (key.first != comms[0].hash) {
+      EXPECT_EQ(f.ops.size(), 5u * 2u * 2u);
+    }
+  }
+  // The plugin's id counters are per thread: a process's world file continues the ids of its
+  // DP file, which is finalised first.
+  const TFile& world5 = job.files.at({comms[0].hash, 5});
+  for (const auto& e : world5.events)
+    if (e["cat"] == "COLL" && e["ph"] == "b") {
+      EXPECT_EQ(e["id"], 5) << "5 DP collectives printed before";
+      break;
+    }
+  // ring_next/prev describe the world ring.
+  EXPECT_EQ(job.sim.ring_next(0, 3), 4);
+}
+
+TEST(SimulatorMultiComm, FaultCrossesCommunicators) {
+  Simulation healthy(Scenario::parse(kMulti)), slow(Scenario::parse(std::string(kMulti) + ",fault=slow_gpu:5"));
+  // Rank 0 shares only the world with 5 (dp0 = {0, 4, 8, 12}); still its DP collectives start
+  // later and later: the world AllReduce waits for 5 every iteration.
+  auto dp0_start = [](const Simulation& sim, int iter) {
+    const uint64_t dp0 = sim.communicators()[1].hash;
+    for (const auto& c : sim.collectives())
+      if (c.rank == 0 && c.comm_hash == dp0 && c.iter == iter) return c.kernel_start_ns;
+    ADD_FAILURE() << "no dp0 collective";
+    return 0.0;
+  };
+  for (int it = 1; it < 5; ++it) EXPECT_GT(dp0_start(slow, it) - dp0_start(healthy, it), 3.0e6 * it) << it;
+  // In the world ring, 5's outbound connection shows the late GPU's mark (data waiting when
+  // it runs: little SendGpuWait) as in the plain ring.
+  Job j(std::string(kMulti) + ",fault=slow_gpu:5");
+  const uint64_t w = j.hash_of.at("world");
+  double own = -1;
+  std::vector<double> others;
+  for (const auto& [k, v] : j.means(true)) {
+    if (std::get<0>(k) != w) continue;
+    if (std::get<1>(k) == 5) own = v[0];
+    else others.push_back(v[0]);
+  }
+  ASSERT_GE(own, 0);
+  EXPECT_LT(own, 0.1 * median(others));
+}
+
+// Everything the general engine simulates obeys the same physics as the ring engine.
+TEST(SimulatorFlow, TimelineIsConsistent) {
+  for (const std::string& spec :
+       {std::string(kTree) + ",fault=slow_gpu:6,fault=slow_link:7-8", std::string(kPipe) + ",comms=pp+world,fault=slow_consumer:3",
+        std::string(kMulti) + ",fault=slow_flush:4", std::string("topology=tree,comms=world+dp,nodes=3,gpus=2,seqs=3,jitter=0.3,hetero=0.1")}) {
+    SCOPED_TRACE(spec);
+    Simulation sim(Scenario::parse(spec));
+    ASSERT_FALSE(sim.proxy_ops().empty());
+    for (const auto& op : sim.proxy_ops()) {
+      EXPECT_GE(op.progress_ns, op.sched_ns);
+      EXPECT_GE(op.end_ns, op.progress_ns);
+      EXPECT_TRUE(std::isfinite(op.end_ns));
+      EXPECT_GE(op.task, 0);
+      EXPECT_EQ(sim.collectives()[op.task].rank, op.rank);
+      for (int k = 0; k < op.n_steps; ++k) {
+        const SimStep& st = op.steps[k];
+        EXPECT_LE(op.progress_ns, st.t0);
+        EXPECT_LE(st.t0, st.t1);
+        EXPECT_LE(st.t1, st.t2);
+        EXPECT_LE(st.t2, st.t3);
+        if (k >= 8) {
+          EXPECT_GE(st.t0, op.steps[k - 8].t3) << "8 credits per connection";
+        }
+      }
+    }
+    for (const auto& c : sim.collectives()) {
+      EXPECT_LE(c.enqueue_ns, c.kernel_start_ns);
+      EXPECT_TRUE(std::isfinite(c.end_ns));
+      for (double ce : c.channel_end_ns) EXPECT_GT(ce, c.kernel_start_ns);
+    }
+    // Traces: ts never decrease inside a step, ops sit inside their operation.
+    for (int node = 0; node < sim.scenario().nodes; ++node)
+      for (const auto& rf : sim.render_host_nccl_json(node)) {
+        TFile f = parse_trace(rf.content);
+        for (const auto& o : f.ops) {
+          EXPECT_LE(o.sched_b, o.progr_b);
+          for (const auto& st : o.steps)
+            for (int ph = 0; ph < 3; ++ph) EXPECT_LE(st.ts[ph], st.ts[ph + 1]);
+        }
+      }
+  }
+}
+
+TEST(SimulatorFlow, Deterministic) {
+  auto render = [](const std::string& spec) {
+    Simulation sim(Scenario::parse(spec));
+    std::string all;
+    for (int node = 0; node < sim.scenario().nodes; ++node)
+      for (const auto& f : sim.render_host_nccl_json(node)) all += f.name + "\n" + f.content;
+    return all;
+  };
+  for (const std::string& spec : {std::string(kTree), std::string(kPipe), std::string(kMulti),
+                                 std::string("nodes=2,gpus=2,seqs=3,hetero=0.2")}) {
+    SCOPED_TRACE(spec);
+    const std::string a = render(spec + ",jitter=0.3");
+    EXPECT_EQ(a, render(spec + ",jitter=0.3"));
+    EXPECT_NE(a, render(spec + ",jitter=0.3,seed=99"));
+  }
+}
+
+TEST(SimulatorFlow, RingThroughTheGeneralEngine) {
+  // The same ring, simulated by both engines: the same connections, similar waits.
+  World ring(kSmall);
+  Job flow(std::string(kSmall) + ",engine=flow");
+  std::set<std::tuple<int, int, int, int>> a, b;  // rank, channel, is_send, peer
+  for (const auto& [r, f] : ring.files)
+    for (const auto& o : f.ops) a.insert({r, o.channel, o.is_send, o.peer});
+  for (const auto& [key, f] : flow.files)
+    for (const auto& o : f.ops) b.insert({key.second, o.channel, o.is_send, o.peer});
+  EXPECT_EQ(a, b);
+  std::vector<double> ra, rb, ga, gb;
+  for (const auto& [k, v] : ring.conn_means(false, 0)) ra.push_back(v);
+  for (const auto& [k, v] : flow.means(false)) rb.push_back(v[0]);
+  for (const auto& [k, v] : ring.conn_means(true, 0)) ga.push_back(v);
+  for (const auto& [k, v] : flow.means(true)) gb.push_back(v[0]);
+  EXPECT_NEAR(median(rb), median(ra), 0.15 * median(ra));
+  EXPECT_NEAR(median(gb), median(ga), 0.3 * median(ga));
+  EXPECT_EQ(Simulation(Scenario::parse(std::string(kSmall) + ",engine=flow")).ring_next(1, 2), 3);
+}
+
+TEST(SimulatorFlow, TwoFaultsBothInTheTruth) {
+  for (const std::string& spec : {std::string(kTree) + ",fault=slow_gpu:5,fault=slow_link:11-12",
+                                 std::string(kPipe) + ",fault=slow_link:2-4,fault=slow_flush:7",
+                                 std::string(kMulti) + ",fault=slow_consumer:6,fault=slow_gpu:9"}) {
+    SCOPED_TRACE(spec);
+    Simulation sim(Scenario::parse(spec));
+    ASSERT_EQ(sim.truth().roots.size(), 2u);
+    json gt = json::parse(ground_truth_json(sim.truth(), sim.processes()));
+    ASSERT_EQ(gt["roots"].size(), 2u);
+    EXPECT_EQ(gt["comms"].size(), sim.communicators().size());
+    for (const auto& r : gt["roots"]) EXPECT_NE(r["host"], "");
+  }
+}
+
+TEST(SimulatorFlow, HangStopsTheJob) {
+  // Rank 3 (stage 1, pipeline 1) never starts iteration 1; with a world AllReduce every
+  // iteration, everybody ends up waiting.
+  Job j(std::string(kPipe) + ",comms=pp+world,fault=hang:3@1");
+  EXPECT_EQ(j.sim.truth().roots.at(0).culprit_class, "hang");
+  const uint64_t w = j.hash_of.at("world");
+  EXPECT_EQ(j.files.at({w, 3}).seqs, (std::vector<int>{0}));
+  int stuck = 0;
+  for (const auto& [key, f] : j.files)
+    for (const auto& o : f.ops) stuck += o.progr_e < o.progr_b;
+  EXPECT_GT(stuck, 0);
+  Job t(std::string(kTree) + ",fault=hang:8@3");
+  EXPECT_EQ(t.files.at({t.hash_of.at("world"), 8}).seqs, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(t.files.at({t.hash_of.at("world"), 0}).seqs, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(SimulatorFlow, HeterogeneousHardware) {
+  // hetero=0 is the identical cluster (the ring engine's output does not change); hetero>0
+  // gives every GPU its own speed and every network link its own bandwidth, fixed for the run.
+  auto sw_spread = [](const std::string& spec) {
+    World w(spec);
+    std::vector<double> v;
+    for (const auto& [k, m] : w.conn_means(true, 2)) v.push_back(m);
+    std::sort(v.begin(), v.end());
+    return v.back() / v.front();
+  };
+  const std::string base = std::string(kSmall) + ",jitter=0.01,channels=1";
+  EXPECT_GT(sw_spread(base + ",hetero=0.2"), sw_spread(base));
+  Simulation a(Scenario::parse(base)), b(Scenario::parse(base + ",hetero=0.2"));
+  EXPECT_NE(a.collectives().back().end_ns, b.collectives().back().end_ns);
+}
+
+TEST(SimulatorFlow, LargeJobsAreFast) {
+  for (const char* spec : {"topology=tree,nodes=16,gpus=8,channels=2,seqs=20",
+                           "topology=ring,comms=world+dp,nodes=16,gpus=8,channels=2,seqs=10",
+                           "topology=pipeline,nodes=16,gpus=8,channels=2,seqs=4,bytes=8M"}) {
+    auto t0 = std::chrono::steady_clock::now();
+    Simulation sim(Scenario::parse(spec));
+    size_t bytes = 0;
+    for (int node = 0; node < 16; ++node)
+      for (const auto& f : sim.render_host_nccl_json(node)) bytes += f.content.size();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(s, 30.0) << spec;
+    std::printf("%s: simulate+render %.2f s, %zu bytes\n", spec, s, bytes);
+  }
 }
 
 }  // namespace

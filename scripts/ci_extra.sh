@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Extra CI checks of the input readers (docs/formats.md, "Hardening"), run after the normal
+# test suite:
+#   1. libFuzzer: every reader target for FUZZ_SECONDS (default 20) on its seed corpus,
+#      built with clang -fsanitize=fuzzer,address,undefined (tests/fuzz/build_and_run.sh);
+#   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of unit_tests, run in full.
+# About 5 minutes on 2 cores. Any finding fails the script (exit 1).
+#
+# Environment:
+#   FUZZ_SECONDS=N            seconds per fuzz target (default 20)
+#   CI_EXTRA_SKIP_FUZZ=1      skip step 1;  CI_EXTRA_SKIP_SANITIZE=1  skip step 2
+#   SANITIZE_BUILD_DIR=DIR    build directory of step 2 (default build-asan)
+#   FUZZ_BUILD_DIR=DIR        build directory of step 1 (default build-fuzz)
+#   CI_JOBS=N                 parallel compile jobs (default 2)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs="${CI_JOBS:-2}"
+started=$(date +%s)
+status=0
+
+if [ "${CI_EXTRA_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "ci_extra: fuzzing the readers (${FUZZ_SECONDS:-20} s per target)"
+  if ! FUZZ_JOBS="$jobs" tests/fuzz/build_and_run.sh "${FUZZ_SECONDS:-20}"; then
+    echo "ci_extra: fuzzing found a problem" >&2
+    status=1
+  fi
+fi
+
+if [ "${CI_EXTRA_SKIP_SANITIZE:-0}" != 1 ]; then
+  build="${SANITIZE_BUILD_DIR:-build-asan}"
+  echo "ci_extra: ASan+UBSan build of unit_tests in $build"
+  # -O1 keeps the sanitized build quick to compile and the tests quick to run;
+  # -fno-sanitize-recover turns every UBSan report into a failure.
+  cmake -S . -B "$build" -DCULPRIT_SANITIZE=ON -DCULPRIT_WITH_CUDA=OFF -DCULPRIT_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=undefined" > "$build.configure.log" 2>&1 ||
+    { tail -n 30 "$build.configure.log" >&2; exit 1; }
+  cmake --build "$build" -j "$jobs" --target unit_tests > "$build.build.log" 2>&1 ||
+    { grep -E "error|Error" "$build.build.log" | head -n 30 >&2; exit 1; }
+  echo "ci_extra: running the sanitized unit_tests"
+  if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      "$build/tests/unit_tests" --gtest_brief=1 > "$build.test.log" 2>&1; then
+    echo "ci_extra: sanitized unit_tests failed; last lines of $build.test.log:" >&2
+    tail -n 60 "$build.test.log" >&2
+    status=1
+  else
+    tail -n 3 "$build.test.log"
+  fi
+fi
+
+echo "ci_extra: done in $(( $(date +%s) - started )) s (status $status)"
+exit "$status"

@@ -1,0 +1,230 @@
+// probing's nccl.proxy_ops and nccl.net_qp CSV exports (FORMATS.md §3): with and without a
+// header, with the federation columns and a pid column, P2P rows, malformed rows, QP stats.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/discover.hpp"
+#include "io/probing_csv_reader.hpp"
+
+namespace culprit {
+namespace {
+
+const char* kHeader =
+    "ts,rank,tp_rank,pp_rank,dp_rank,comm_hash,coll_func,seq,channel_id,peer,is_send,n_steps,"
+    "trans_bytes,send_gpu_wait_ns,send_peer_wait_ns,send_wait_ns,recv_wait_ns,recv_flush_wait_ns";
+// Rank 3 sends to 4 and receives from 2 on channel 1 of AllReduce seq 9.
+const char* kSendRow = "1765223116927674080,3,0,0,3,12715772615376301750,AllReduce,9,1,4,1,8,65536,1000,200,3000,0,0";
+const char* kRecvRow = "1765223116927675080,3,0,0,3,12715772615376301750,AllReduce,9,1,2,0,8,65536,0,0,0,5000,70";
+
+LocalData read(const std::string& text, const std::string& name = "proxy_ops.csv") {
+  LocalData d;
+  read_probing_csv_buffer(text, name, "hostA", d);
+  return d;
+}
+
+uint64_t reason(const LocalData& d, const std::string& why) {
+  auto it = d.inputs.at(0).reject_reasons.find(why);
+  return it == d.inputs.at(0).reject_reasons.end() ? 0 : it->second;
+}
+
+void expect_two_rows(const LocalData& d) {
+  ASSERT_EQ(d.inputs.size(), 1u);
+  EXPECT_EQ(d.inputs[0].error, "");
+  EXPECT_EQ(d.inputs[0].format, "probing-csv");
+  EXPECT_EQ(d.inputs[0].layout, "proxy_ops");
+  EXPECT_EQ(d.inputs[0].records, 2u);
+  EXPECT_EQ(d.inputs[0].rejected, 0u);
+  ASSERT_EQ(d.ops.size(), 2u);
+  const ProxyOpRecord& s = d.ops[0];
+  EXPECT_EQ(s.comm_hash, 12715772615376301750ull);
+  EXPECT_EQ(s.rank, 3);
+  EXPECT_EQ(s.peer, 4);
+  EXPECT_EQ(s.channel, 1);
+  EXPECT_EQ(s.seq, 9u);
+  EXPECT_EQ(s.is_send, 1);
+  EXPECT_EQ(s.is_p2p, 0);
+  EXPECT_EQ(s.steps, 8u);
+  EXPECT_EQ(s.bytes, 65536u);
+  EXPECT_EQ(s.phase_ns[kSendGpuWait], 1000u);
+  EXPECT_EQ(s.phase_ns[kSendPeerWait], 200u);
+  EXPECT_EQ(s.phase_ns[kSendWait], 3000u);
+  const ProxyOpRecord& r = d.ops[1];
+  EXPECT_EQ(r.is_send, 0);
+  EXPECT_EQ(r.peer, 2);
+  EXPECT_EQ(r.phase_ns[kRecvWait], 5000u);
+  EXPECT_EQ(r.phase_ns[kRecvFlushWait], 70u);
+  EXPECT_EQ(r.phase_ns[kRecvGpuWait], 0u);  // probing has no such column
+  ASSERT_EQ(d.comm_ranks.size(), 1u);
+  EXPECT_EQ(d.comm_ranks[0].newest_seq, 9u);
+}
+
+TEST(ProbingCsv, WithHeader) {
+  expect_two_rows(read(std::string(kHeader) + "\n" + kSendRow + "\n" + kRecvRow + "\n"));
+}
+
+TEST(ProbingCsv, WithoutHeaderUsesTheExportOrder) {
+  LocalData d = read(std::string(kSendRow) + "\n" + kRecvRow + "\n");
+  expect_two_rows(d);
+  // Without pid or _rank the rank names the process (stored as pid -1 - rank).
+  ASSERT_EQ(d.processes.size(), 1u);
+  EXPECT_EQ(d.processes[0].host, "hostA");
+  EXPECT_EQ(d.processes[0].pid, -4);
+}
+
+TEST(ProbingCsv, CrLfQuotedFieldsAndARepeatedHeader) {
+  std::string quoted = std::string(kRecvRow);
+  quoted.replace(quoted.find("AllReduce"), 9, "\"AllReduce\"");
+  std::string text = std::string(kHeader) + "\r\n" + kSendRow + "\r\n" + kHeader + "\r\n" + quoted + "\r\n";
+  expect_two_rows(read(text));
+}
+
+TEST(ProbingCsv, ColumnsInAnyOrderAreFoundByName) {
+  // The same two rows with the columns reversed.
+  auto reverse = [](const std::string& line) {
+    std::vector<std::string> f;
+    size_t start = 0;
+    for (size_t i = 0; i <= line.size(); ++i)
+      if (i == line.size() || line[i] == ',') f.push_back(line.substr(start, i - start)), start = i + 1;
+    std::string out;
+    for (size_t i = f.size(); i-- > 0;) out += f[i] + (i ? "," : "");
+    return out;
+  };
+  expect_two_rows(read(reverse(kHeader) + "\n" + reverse(kSendRow) + "\n" + reverse(kRecvRow) + "\n"));
+}
+
+TEST(ProbingCsv, FederationColumnsNameHostAndProcess) {
+  std::string header = std::string(kHeader) + ",_host,_addr,_rank,_node_rank,_local_rank,_role";
+  std::string a = std::string(kSendRow) + ",node007,10.0.0.7,59,7,3,worker";
+  std::string b = std::string(kRecvRow) + ",node007,10.0.0.7,59,7,3,worker";
+  LocalData d = read(header + "\n" + a + "\n" + b + "\n");
+  expect_two_rows(d);
+  ASSERT_EQ(d.processes.size(), 1u);
+  EXPECT_EQ(d.processes[0].host, "node007");  // _host wins over the reading node's name
+  EXPECT_EQ(d.processes[0].pid, -60);         // the global rank 59, as pid -1 - 59
+  // Headerless with the federation columns appended.
+  LocalData h = read(a + "\n" + b + "\n");
+  expect_two_rows(h);
+  EXPECT_EQ(h.processes.at(0).host, "node007");
+}
+
+TEST(ProbingCsv, PidColumnWins) {
+  std::string header = std::string(kHeader) + ",pid,_host";
+  LocalData d = read(header + "\n" + kSendRow + ",31337,node002\n" + kRecvRow + ",31337,node002\n");
+  expect_two_rows(d);
+  ASSERT_EQ(d.processes.size(), 1u);
+  EXPECT_EQ(d.processes[0].pid, 31337);
+  EXPECT_EQ(d.processes[0].host, "node002");
+}
+
+TEST(ProbingCsv, P2pRowsHaveSequenceZeroAndAreNotCollectives) {
+  std::string send = "1,3,0,0,3,77,Send,0,17,9,1,4,4096,10,20,30,0,0";
+  std::string recv = "2,9,0,0,3,77,Recv,0,17,3,0,4,4096,0,0,0,40,1";
+  LocalData d = read(std::string(kHeader) + "\n" + send + "\n" + recv + "\n");
+  ASSERT_EQ(d.ops.size(), 2u);
+  EXPECT_EQ(d.ops[0].is_p2p, 1);
+  EXPECT_EQ(d.ops[1].is_p2p, 1);
+  EXPECT_EQ(d.ops[0].seq, 0u);
+  for (const CommRankSeen& c : d.comm_ranks) EXPECT_FALSE(c.has_collective);
+  EXPECT_EQ(d.processes.size(), 2u);  // ranks 3 and 9
+}
+
+TEST(ProbingCsv, MalformedRowsAreCountedBySpecificReason) {
+  std::string text = std::string(kHeader) + "\n" + kSendRow + "\n" +
+                     "1,x,0,0,3,77,AllReduce,9,1,4,1,8,65536,1,2,3,0,0\n" +          // rank
+                     "1,3,0,0,3,,AllReduce,9,1,4,1,8,65536,1,2,3,0,0\n" +            // comm_hash
+                     "1,3,0,0,3,77,AllReduce,9,-1,4,1,8,65536,1,2,3,0,0\n" +         // channel
+                     "1,3,0,0,3,77,AllReduce,9,1,-4,1,8,65536,1,2,3,0,0\n" +         // peer
+                     "1,3,0,0,3,77,AllReduce,9,1,4,yes,8,65536,1,2,3,0,0\n" +        // is_send
+                     "1,3,0,0,3,77\n" +                                              // short
+                     "1,3,0,0,3,99999999999999999999999,AllReduce,9,1,4,1,8,1,1,2,3,0,0\n" +  // overflow
+                     kRecvRow + "\n";
+  LocalData d = read(text);
+  EXPECT_EQ(d.inputs[0].records, 2u);
+  EXPECT_EQ(d.inputs[0].rejected, 7u);
+  EXPECT_EQ(reason(d, "row without a valid rank"), 1u);
+  EXPECT_EQ(reason(d, "row without a valid comm_hash"), 2u);
+  EXPECT_EQ(reason(d, "row without a valid channel_id"), 1u);
+  EXPECT_EQ(reason(d, "row without a valid peer"), 1u);
+  EXPECT_EQ(reason(d, "row without a valid is_send"), 1u);
+  EXPECT_EQ(reason(d, "row with fewer columns than the header"), 1u);
+  EXPECT_EQ(d.inputs[0].error, "");
+}
+
+TEST(ProbingCsv, FilesWithoutUsableRowsAreErrors) {
+  EXPECT_EQ(read("").inputs[0].error, "empty CSV file");
+  EXPECT_NE(read("a,b,c\n1,2,3\n").inputs[0].error.find("neither the nccl.proxy_ops columns"), std::string::npos);
+  LocalData bad = read(std::string(kHeader) + "\n1,x,0\n");
+  EXPECT_EQ(bad.inputs[0].error, "no usable nccl.proxy_ops row");
+  EXPECT_EQ(bad.inputs[0].rejected, 1u);
+  LocalData junk = read(std::string("\x7f" "ELF\x02\x01\x01\0\0\0binary,junk\n", 22) + "\xff\xfe,\x01\n");
+  EXPECT_FALSE(junk.inputs[0].error.empty());
+  EXPECT_TRUE(junk.ops.empty());
+}
+
+// ---- nccl.net_qp --------------------------------------------------------------------------
+
+const char* kQpHeader = "ts,rank,device,qp_num,wr_id,opcode,length,duration_ns";
+
+TEST(ProbingNetQp, DurationsAreSummedPerHostRankDeviceAndQp) {
+  std::string text = std::string(kQpHeader) + "\n" +
+                     "1,3,0,77,5,0,4096,1000\n"
+                     "2,3,0,77,6,0,4096,3000\n"
+                     "3,3,0,77,7,0,8192,200000\n"   // one slow work request
+                     "4,3,1,78,8,0,4096,1500\n"
+                     "5,4,0,90,9,0,4096,900\n"
+                     "6,x,0,90,9,0,4096,900\n"      // bad rank
+                     "7,4,0,90,9,0,4096,-5\n";      // bad duration
+  LocalData d = read(text, "net_qp.csv");
+  ASSERT_EQ(d.inputs.size(), 1u);
+  EXPECT_EQ(d.inputs[0].layout, "net_qp");
+  EXPECT_EQ(d.inputs[0].error, "");
+  EXPECT_EQ(d.inputs[0].records, 5u);
+  EXPECT_EQ(d.inputs[0].rejected, 2u);
+  EXPECT_EQ(reason(d, "net_qp row without a valid duration_ns"), 1u);
+  EXPECT_TRUE(d.ops.empty());
+  ASSERT_EQ(d.qp_stats.size(), 3u);
+  const QpStat& q = d.qp_stats[0];
+  EXPECT_EQ(q.host, "hostA");
+  EXPECT_EQ(q.rank, 3);
+  EXPECT_EQ(q.device, 0);
+  EXPECT_EQ(q.qp_num, 77u);
+  EXPECT_EQ(q.count, 3u);
+  EXPECT_EQ(q.bytes, 16384u);
+  EXPECT_EQ(q.sum_ns, 204000u);
+  EXPECT_EQ(q.min_ns, 1000u);
+  EXPECT_EQ(q.max_ns, 200000u);
+  EXPECT_DOUBLE_EQ(q.mean_ns(), 68000.0);
+  EXPECT_LE(q.quantile_ns(0.5), 4095u);       // median 3000 ns: within its power-of-two bucket
+  EXPECT_GE(q.quantile_ns(0.5), 3000u);
+  EXPECT_EQ(q.quantile_ns(1.0), 200000u);     // bounded by the maximum
+  EXPECT_EQ(d.processes.at(q.process).pid, -4);  // same identity rule as proxy_ops rows
+  EXPECT_EQ(d.qp_stats[2].rank, 4);
+}
+
+TEST(ProbingNetQp, HeaderlessAndMergedAcrossFiles) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("culprit_qp_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "a_net_qp.csv") << "1,3,0,77,5,0,4096,1000\n2,3,0,77,6,0,4096,3000\n";
+  std::ofstream(dir / "b_net_qp.csv") << kQpHeader << "\n3,3,0,77,7,0,4096,2000\n";
+  std::ofstream(dir / "c_proxy_ops.csv") << kHeader << "\n" << kSendRow << "\n";
+  Discovery found = discover_node_local(dir.string(), "hostA", "auto");
+  ASSERT_EQ(found.files.size(), 3u);
+  for (const InputFile& f : found.files) EXPECT_EQ(f.format, "probing-csv");
+  LocalData d;
+  read_input_files(found.files, d, 2);
+  ASSERT_EQ(d.qp_stats.size(), 1u);
+  EXPECT_EQ(d.qp_stats[0].count, 3u);
+  EXPECT_EQ(d.qp_stats[0].sum_ns, 6000u);
+  EXPECT_EQ(d.ops.size(), 1u);
+  // The QP's process is the proxy_ops row's process (rank 3 of hostA).
+  EXPECT_EQ(d.qp_stats[0].process, d.ops[0].process);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace culprit
