@@ -284,12 +284,19 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       it->second.first = std::min(it->second.first, c.newest_seq);
       it->second.second = std::max(it->second.second, c.newest_seq);
     }
+    // A laggard of one communicator that is up to date in another communicator that has
+    // laggards is blocked there (it waits inside that collective), not stopped.
+    std::set<uint32_t> laggards, blocked;
     for (const GlobalCommRank& c : obs.comm_ranks) {
       auto it = seq_range.find(c.comm_hash);
       if (it == seq_range.end() || !c.has_collective || c.cut_short) continue;
       auto [lowest, newest] = it->second;
-      if (lowest < newest && c.newest_seq == lowest) hung.insert(c.process);
+      if (lowest == newest) continue;
+      if (c.newest_seq == lowest) laggards.insert(c.process);
+      if (c.newest_seq == newest) blocked.insert(c.process);
     }
+    for (uint32_t p : laggards)
+      if (!blocked.count(p)) hung.insert(p);
   }
   for (uint32_t p : hung) {
     evidence[p].ns = 0;  // whatever else it shows, stopping is what everyone waits for

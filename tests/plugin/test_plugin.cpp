@@ -734,6 +734,14 @@ TEST(ShardDiagnosis, SlowLink) {
   expect_culprit("slow_link", kRing + ",fault=slow_link:15-16", 15, "network_link", 16);
 }
 
+TEST(ShardDiagnosis, SlowGpu) {
+  expect_culprit("slow_gpu", kRing + ",fault=slow_gpu:13", 13, "gpu_producer");
+}
+
+TEST(ShardDiagnosis, SlowFlush) {
+  expect_culprit("slow_flush", kRing + ",fault=slow_flush:8", 8, "flush");
+}
+
 TEST(ShardDiagnosis, SlowConsumer) {
   expect_culprit("slow_consumer", kRing + ",fault=slow_consumer:16", 16, "gpu_consumer");
 }
