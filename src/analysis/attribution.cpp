@@ -88,6 +88,47 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       if (v.has_recv) rw[v.edge->key.comm_hash].push_back(v.step_ns[kRecvWait]);
     for (auto& [comm, values] : rw) low_recv_wait[comm] = quantile(values, 0.1);
   }
+  // Receivers that combine several network inputs on one channel (tree parents) hold early
+  // data until the last input arrives: their RecvGpuWait and withheld credit are structural.
+  // They are judged against each other, not against single-input receivers.
+  std::map<std::tuple<uint64_t, int32_t, int32_t>, int> fan_in;  // (comm, dst rank, channel)
+  for (const EdgeSummary& e : obs.edges) ++fan_in[{e.key.comm_hash, e.key.dst_rank, e.key.channel}];
+  auto multi_input = [&](const EdgeSummary& e) {
+    return fan_in[{e.key.comm_hash, e.key.dst_rank, e.key.channel}] > 1;
+  };
+  const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
+  std::map<std::pair<uint64_t, bool>, std::map<int, std::vector<double>>> receiver_groups;
+  for (const EdgeView& v : views)
+    for (int p : kReceiverPhases)
+      if (p == kSendPeerWait ? v.has_send : v.has_recv)
+        receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p].push_back(v.step_ns[p]);
+  // A combining receiver holds an input's buffers (RecvGpuWait, and so the sender's
+  // SendPeerWait) while it waits for a later sibling input: that much is explained.
+  auto sibling_wait = [&](const EdgeView& v) {
+    double wait = 0;
+    for (const EdgeView& w : views)
+      if (&w != &v && w.has_recv && v.has_recv && w.edge->key.comm_hash == v.edge->key.comm_hash &&
+          w.edge->key.dst_rank == v.edge->key.dst_rank && w.edge->key.channel == v.edge->key.channel)
+        wait = std::max(wait, w.step_ns[kRecvWait] - v.step_ns[kRecvWait]);
+    return wait;
+  };
+  auto receiver_anomaly = [&](const EdgeView& v, int p, double scale) {
+    const std::vector<double>& group = receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p];
+    Robust base = robust_of(group);
+    double value = v.step_ns[p];
+    if (p != kRecvFlushWait && multi_input(*v.edge)) value = std::max(0.0, value - sibling_wait(v));
+    if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, cfg);
+    // A few values: an outlier must stand above every other member of its group.
+    double others = 0;
+    bool skipped_self = false;
+    for (double x : group) {
+      if (!skipped_self && x == v.step_ns[p]) { skipped_self = true; continue; }
+      others = std::max(others, x);
+    }
+    if (group.size() < 2) others = 0;
+    double excess = value - others;
+    return excess > std::max(cfg.rel_floor * scale, cfg.abs_floor_ns) ? excess : 0.0;
+  };
   size_t half_missing = 0;
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeSummary& e = obs.edges[i];
@@ -100,6 +141,10 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     for (int p = 0; p < kPhaseCount; ++p) {
       bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
       if (present) f.anomaly[p] = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
+    }
+    for (int p : kReceiverPhases) {
+      bool present = p == kSendPeerWait ? f.view.has_send : f.view.has_recv;
+      if (present) f.anomaly[p] = receiver_anomaly(f.view, p, base.cycle_ns);
     }
     // Waiting measures are absolute (every connection of a stalled ring waits), so they are
     // judged against the communicator's low reference with the floors alone.
@@ -147,6 +192,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     return std::max({spread, cfg.kernel_rel_floor * collective_ns, cfg.kernel_abs_floor_ns});
   };
   std::vector<double> kernel_late_total(n, 0.0);
+  bool have_gaps = false;
   {
     // Preferred: the gap between a GPU's previous collective and this one, i.e. the time it
     // spent on its own work. Comparable across nodes, blind to victims that merely finished
@@ -160,10 +206,14 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     for (uint32_t p = 0; p < n; ++p)
       if (gap_count[p] > 0) gaps.push_back(gap_sum[p] / gap_count[p]);
     Robust gap_base = robust_of(gaps);
-    if (gap_base.n >= 2) {
+    have_gaps = gap_base.n >= 2;
+    if (have_gaps) {
       // GPUs differ a little in speed; a straggler's own work takes clearly longer than its
       // peers' (gap_rel_floor more), not a few percent.
-      double guard = std::max(kernel_guard(gap_base), cfg.gap_rel_floor * low_reference(gap_base));
+      // Not scaled by the collective's length: another fault that slows the collectives must
+      // not hide a straggler.
+      double spread = gap_base.n < kMinRobustSample ? 0.0 : cfg.mad_k * gap_base.sigma;
+      double guard = std::max({spread, cfg.gap_rel_floor * low_reference(gap_base), cfg.kernel_abs_floor_ns});
       for (uint32_t p = 0; p < n; ++p) {
         if (gap_count[p] == 0) continue;
         double excess = gap_sum[p] / gap_count[p] - low_reference(gap_base);
@@ -184,10 +234,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     }
   }
   // ---- late arrival seen on the proxy's own clock ---------------------------------------------
-  // Every rank's receive ops end when the collective's data has gone round; a rank that posts
-  // them late (it arrives late at each collective) has the shortest ops. This finds a late
-  // GPU even with no node peer to compare kernel clocks with.
-  {
+  // Only without kernel clocks (KernelCh not recorded). Every rank's receive ops end when
+  // the collective's data has gone round; a rank that posts them late has the shortest ops.
+  // In a ring all ranks play the same part; in trees and pipelines op lengths differ by
+  // position, so this is a last resort and the gaps above are preferred.
+  if (!have_gaps) {
     std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
     for (const GlobalCommRank& c : obs.comm_ranks)
       if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
@@ -305,16 +356,28 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   // GPUs of one node are chained by invisible NVLink hops: a weaker GPU-side delay on a node
   // that also holds a stronger one is most likely that one's backpressure or starvation.
   {
+    // A slow wire starves the node it feeds as much as it holds up its sender's node, so
+    // it counts on both ends' nodes.
     std::map<std::string, uint32_t> strongest;
+    // A GPU whose own work is measurably slow (kernel clocks) explains the GPU-side delays
+    // of its node peers; the reverse cannot happen (a slow consumer does not lengthen
+    // another GPU's own work). So kernel evidence outranks proxy-derived evidence.
+    auto rank_of = [&](uint32_t p) { return std::make_pair(kernel_late_total[p] > 0, evidence[p].ns); };
+    auto consider = [&](const std::string& host, uint32_t p) {
+      auto it = strongest.find(host);
+      if (it == strongest.end() || rank_of(p) > rank_of(it->second)) strongest[host] = p;
+    };
     for (uint32_t p = 0; p < n; ++p) {
       if (evidence[p].ns <= 0) continue;
-      auto it = strongest.find(procs[p].host);
-      if (it == strongest.end() || evidence[p].ns > evidence[it->second].ns) strongest[procs[p].host] = p;
+      consider(procs[p].host, p);
+      if (evidence[p].culprit_class == "network_link" && evidence[p].peer >= 0)
+        consider(procs[static_cast<size_t>(evidence[p].peer)].host, p);
     }
     for (uint32_t p = 0; p < n; ++p) {
       if (evidence[p].ns <= 0 || evidence[p].culprit_class == "network_link") continue;
       uint32_t x = strongest[procs[p].host];
-      if (x != p) holds.push_back({p, x, evidence[p].ns, "node_interior"});
+      if (x != p && evidence[p].culprit_class != "flush" && evidence[p].culprit_class != "hang")
+        holds.push_back({p, x, evidence[p].ns, "node_interior"});
     }
   }
 
@@ -323,6 +386,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       out.evidence.push_back(procs[p].host + ":" + std::to_string(procs[p].pid) + " " +
                              evidence[p].culprit_class + " " + std::to_string(evidence[p].ns) +
                              " ns (kernel/arrival lateness " + std::to_string(kernel_late_total[p]) + " ns)");
+  for (const WaitEdge& h : holds)
+    out.evidence.push_back("hold " + procs[h.from].host + ":" + std::to_string(procs[h.from].pid) + " -> " +
+                           procs[h.to].host + ":" + std::to_string(procs[h.to].pid) + " " + h.why);
   std::vector<RootCandidate> candidates(n);
   for (uint32_t p = 0; p < n; ++p)
     candidates[p] = {evidence[p].ns, evidence[p].culprit_class, evidence[p].peer};

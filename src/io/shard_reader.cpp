@@ -270,7 +270,7 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
     if (!p2p) data.note_comm_rank(r.comm_hash, r.rank, process, true, r.seq);
     // The steady pipeline: an op longer than the fill contributes its steps after the first
     // kFillSteps (whose waits are the two ends' arrival skew); a short op all of its steps.
-    const bool steady_only = getenv("ALLSTEPS") == nullptr && r.n_steps > static_cast<uint32_t>(kFillSteps) && r.fill_steps <= r.steps;
+    const bool steady_only = r.n_steps > static_cast<uint32_t>(kFillSteps) && r.fill_steps <= r.steps;
     const uint32_t steps = steady_only ? r.steps - r.fill_steps : r.steps;
     if (steps == 0) {
       // In flight with nothing (beyond the fill) finished yet is normal; finished is not.
