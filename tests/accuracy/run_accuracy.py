@@ -419,6 +419,8 @@ def main():
     ap.add_argument("--np", type=int, default=2, help="analyzer processes (default 2)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per analysis (default 300)")
     ap.add_argument("--list", action="store_true", help="print the matrix and exit")
+    ap.add_argument("--gate", help="comma-separated families whose targets decide the exit code "
+                    "(default: all); the others are scored and printed, not enforced")
     args = ap.parse_args()
 
     matrix = build_matrix(args.quick)
@@ -475,6 +477,13 @@ def main():
     print("SUMMARY %d scenarios in %.0f s | ours: %s | baseline (probing one-hop rule): %s | targets: %s"
           % (len(rows), time.time() - t0, summary_text(ours), summary_text(base),
              "MET" if not missed else "MISSED (" + "; ".join(missed) + ")"))
+    gated = rows
+    if args.gate:
+        families = set(args.gate.split(","))
+        gated = [r for r in rows if r["scenario"]["family"] in families]
+        missed = goals_missed(aggregate(gated, "ours"))
+        print("GATE %s (%d scenarios): %s" % (",".join(sorted(families)), len(gated),
+              "MET" if not missed else "MISSED (" + "; ".join(missed) + ")"))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"rows": [{k: v for k, v in r.items() if k != "truth"} | {"roots": r.get("truth", {}).get("roots")}
