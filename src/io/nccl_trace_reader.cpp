@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <set>
@@ -92,7 +93,7 @@ int phase_of(std::string_view name) {
   return -1;
 }
 
-enum class FrameKind : uint8_t { kColl, kP2p, kKernelCh, kSchedule, kProgress, kNet, kOther };
+enum class FrameKind : uint8_t { kColl, kP2p, kKernelCh, kSchedule, kProgress, kNet, kStepStart, kOther };
 
 // One open "b" line. Its name and category are kept as a hash: an "e" line closes the
 // innermost open event with the same name, category and id.
@@ -129,6 +130,8 @@ struct Context {
 struct StepAcc {
   int64_t net_id = -1;
   int64_t step = -1;
+  int64_t start = 0;     // 2.23-2.26: the step event's start (Send/RecvBufferWait begins)
+  bool has_start = false;
   int64_t begin[kPhaseCount] = {0, 0, 0, 0, 0, 0};
   int64_t end[kPhaseCount] = {0, 0, 0, 0, 0, 0};
   uint8_t has_begin = 0, has_end = 0;
@@ -252,7 +255,11 @@ class TraceParser {
       case 3:
         if (cat == "NET") {
           *phase = phase_of(name);
-          return *phase >= 0 ? FrameKind::kNet : FrameKind::kOther;  // *BufferWait: not a phase
+          if (*phase >= 0) return FrameKind::kNet;
+          // 2.23-2.26 SendBufferWait/RecvBufferWait: not a phase, but it begins at the step
+          // event's start, which tells a retried step's stale copy from the real one.
+          if (name == "SendBufferWait" || name == "RecvBufferWait") return FrameKind::kStepStart;
+          return FrameKind::kOther;
         }
         if (cat == "P2P") return FrameKind::kP2p;
         if (cat == "GPU" && name == "KernelCh") return FrameKind::kKernelCh;
@@ -316,6 +323,7 @@ class TraceParser {
       }
       case FrameKind::kSchedule:
         schedule_ts_ = ev.ts_ns;
+        schedule_id_ = ev.id;
         break;
       case FrameKind::kProgress:
         open_op(ev);
@@ -323,6 +331,9 @@ class TraceParser {
       case FrameKind::kNet:
         f.phase = static_cast<int8_t>(phase);
         step_begin(ev, phase);
+        break;
+      case FrameKind::kStepStart:
+        step_start(ev);
         break;
       default:
         break;
@@ -444,28 +455,44 @@ class TraceParser {
     if (parse_i64(ev.arg("Steps"), &v) && v >= 0 && v <= INT32_MAX) op_.n_steps = static_cast<int32_t>(v);
     parse_u64(ev.arg("ChunkSize"), &op_.chunk);
     parse_u64(ev.arg("transSize"), &op_.trans);
-    op_.start_ts = schedule_ts_ > 0 && schedule_ts_ <= ev.ts_ns ? schedule_ts_ : ev.ts_ns;
+    // 2.27+: the op starts when it is scheduled (ScheduleX carries the same id as ProgressX).
+    bool scheduled = schedule_ts_ > 0 && schedule_id_ == ev.id && schedule_ts_ <= ev.ts_ns;
+    op_.start_ts = scheduled ? schedule_ts_ : ev.ts_ns;
     schedule_ts_ = 0;
     op_.context = innermost_context();
   }
 
+  // The step event with this line's id (the phases of one step share it), added when new.
+  StepAcc* step_of(const TraceLine& ev) {
+    if (!op_.steps.empty() && op_.steps.back().net_id == ev.id) return &op_.steps.back();
+    if (op_.steps.size() >= kMaxStepsPerOp) {
+      if (!op_.too_many_steps) ++reasons_[kTooManySteps];
+      op_.too_many_steps = true;
+      return nullptr;
+    }
+    StepAcc& acc = op_.steps.emplace_back();
+    acc.net_id = ev.id;
+    parse_i64(ev.arg("Step"), &acc.step);
+    return &acc;
+  }
+
+  void step_start(const TraceLine& ev) {
+    if (!op_.open) return;
+    StepAcc* acc = step_of(ev);
+    if (acc && !acc->has_start) {
+      acc->start = ev.ts_ns;
+      acc->has_start = true;
+    }
+  }
+
   void step_begin(const TraceLine& ev, int phase) {
     if (!op_.open) return;
-    if (op_.steps.empty() || op_.steps.back().net_id != ev.id) {
-      if (op_.steps.size() >= kMaxStepsPerOp) {
-        if (!op_.too_many_steps) ++reasons_[kTooManySteps];
-        op_.too_many_steps = true;
-        return;
-      }
-      StepAcc& acc = op_.steps.emplace_back();
-      acc.net_id = ev.id;
-      parse_i64(ev.arg("Step"), &acc.step);
-    }
-    StepAcc& acc = op_.steps.back();
+    StepAcc* acc = step_of(ev);
+    if (!acc) return;
     // When a state is recorded again (retries), the first entry is the one that counts.
-    if (!(acc.has_begin & (1u << phase))) {
-      acc.begin[phase] = ev.ts_ns;
-      acc.has_begin |= static_cast<uint8_t>(1u << phase);
+    if (!(acc->has_begin & (1u << phase))) {
+      acc->begin[phase] = ev.ts_ns;
+      acc->has_begin |= static_cast<uint8_t>(1u << phase);
     }
   }
 
@@ -488,7 +515,9 @@ class TraceParser {
   // before them. `kept` gets the mask of the phases to sum.
   StepVerdict check_step(const StepAcc& s, int64_t op_begin, int64_t op_end, uint8_t* kept) const {
     *kept = 0;
-    int64_t previous_end = 0;
+    // No phase begins before its step event started (2.23-2.26 print that start): a retried
+    // receive's abandoned copy carries the older times of its slot's previous occupant.
+    int64_t previous_end = s.has_start ? s.start : 0;
     for (int p = 0; p < kPhaseCount; ++p) {
       if (!(s.has_begin & (1u << p))) continue;
       const int64_t b = s.begin[p], e = s.end[p];
@@ -540,7 +569,10 @@ class TraceParser {
     r.bytes = op_.trans;
     if (op_.n_steps > 0 && op_.chunk > 0)
       r.bytes = std::min<uint64_t>(r.bytes, static_cast<uint64_t>(op_.n_steps) * op_.chunk);
-    seen_steps_.clear();
+    // Of several valid copies of one Step (a retried receive starts a new step event per
+    // attempt; the abandoned ones keep their slot's older, stale times), the copy that
+    // begins last is the real one, whatever the order the slots are printed in.
+    chosen_.clear();
     for (const StepAcc& s : op_.steps) {
       uint8_t kept = 0;
       StepVerdict v = check_step(s, op_.start_ts, end_ts, &kept);
@@ -548,14 +580,20 @@ class TraceParser {
         ++reasons_[kStaleStep];
         continue;
       }
-      if (std::find(seen_steps_.begin(), seen_steps_.end(), s.step) != seen_steps_.end()) {
-        ++reasons_[kDuplicateStep];
+      int64_t first_begin = s.begin[std::countr_zero(static_cast<unsigned>(kept))];
+      Chosen c{&s, first_begin, kept, v == StepVerdict::kMissingEnd};
+      auto same = std::find_if(chosen_.begin(), chosen_.end(), [&](const Chosen& o) { return o.step->step == s.step; });
+      if (same == chosen_.end()) {
+        chosen_.push_back(c);
         continue;
       }
-      if (v == StepVerdict::kMissingEnd) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
-      seen_steps_.push_back(s.step);
+      ++reasons_[kDuplicateStep];
+      if (first_begin > same->first_begin) *same = c;
+    }
+    for (const Chosen& c : chosen_) {
+      if (c.missing_end) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
       for (int p = 0; p < kPhaseCount; ++p)
-        if (kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(s.end[p] - s.begin[p]);
+        if (c.kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(c.step->end[p] - c.step->begin[p]);
       ++r.steps;
     }
     if (r.steps == 0) {
@@ -573,12 +611,19 @@ class TraceParser {
   std::string scratch_;
   std::vector<Frame> stack_;
   std::vector<Context> contexts_;
-  std::vector<int64_t> seen_steps_;
+  struct Chosen {
+    const StepAcc* step;
+    int64_t first_begin;
+    uint8_t kept;
+    bool missing_end;
+  };
+  std::vector<Chosen> chosen_;  // the steps of the op being closed that count
   std::set<std::pair<uint64_t, int32_t>> file_ranks_;  // every (comm, rank) of the file
   std::map<std::tuple<uint64_t, int32_t, int64_t, bool>, uint64_t> p2p_ordinal_;
   OpState op_;
   LayoutSeen layout_;
   int64_t schedule_ts_ = 0;
+  int64_t schedule_id_ = -1;
   int64_t process_pid_ = -1;
   uint32_t process_ = 0;
   bool process_known_ = false;

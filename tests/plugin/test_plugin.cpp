@@ -733,14 +733,11 @@ TEST(ShardDiagnosis, SlowLink) {
   expect_culprit("slow_link", kRing + ",fault=slow_link:15-16", 15, "network_link", 16);
 }
 
-// Disabled: an analyzer limitation, not a capture problem. Shards hold every step of every op
-// (the NCCL trace files only the last 16), and in the steady pipeline the slow interior GPU
-// 13 back-pressures its NVLink predecessor 12, a network receiver, whose RecvGpuWait per step
-// is then ~200 us (2 us in the traces' last 16 steps). The attribution takes that for 12's own
-// consumer delay although the shards also carry 13's kernel starting ~4.4 ms after its node
-// peers'. Enable once a receiver's consume delay on a node with a late kernel is held by
-// that GPU (node_interior), as no_credit already is.
-TEST(ShardDiagnosis, DISABLED_SlowGpu) {
+// Shards hold every step of every op (the NCCL trace files only the last 16), and in the
+// steady pipeline the slow interior GPU 13 back-pressures its NVLink predecessor 12, a
+// network receiver, whose RecvGpuWait per step is then ~200 us. The kernel clocks (13's own
+// work between collectives is 3x its peers') must win over that consume delay on 12.
+TEST(ShardDiagnosis, SlowGpu) {
   expect_culprit("slow_gpu", kRing + ",fault=slow_gpu:13", 13, "gpu_producer");
 }
 

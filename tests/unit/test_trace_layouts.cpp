@@ -245,6 +245,22 @@ TEST(TraceLayouts, Nccl227GroupCollKernelChScheduleProgress) {
   EXPECT_EQ(find_op(d, true)->phase_ns[kSendPeerWait], 6000u);
   EXPECT_EQ(find_op(d, true)->phase_ns[kSendWait], 40000u);
   EXPECT_EQ(find_op(d, true)->start_ns, 102000u);  // the op starts when it is scheduled
+
+  // A ScheduleSend whose ProgressSend never came does not lend its time to the next op
+  // (here the send op's own ScheduleSend lines are replaced by another op's).
+  std::string orphan = t.str();
+  for (const char* ph : {"b", "e"}) {
+    std::string line = std::string("{\"name\": \"ScheduleSend\", \"cat\": \"PROXY\", \"ph\": \"") + ph + "\", \"id\": 1,";
+    size_t at = orphan.find(line);
+    ASSERT_NE(at, std::string::npos);
+    orphan.erase(at, orphan.find('\n', at) + 1 - at);
+  }
+  Trace o;
+  o.b("ScheduleSend", "PROXY", 7, 50, op_args(0, 4, 2, 8192)).e("ScheduleSend", "PROXY", 7, 51);
+  orphan.insert(orphan.find("{\"name\": \"ProgressSend\""), o.unterminated().substr(2));
+  LocalData d2 = read(orphan, "prof_12715772615376301750_3.json");
+  ASSERT_TRUE(find_op(d2, true));
+  EXPECT_EQ(find_op(d2, true)->start_ns, 103000u);  // its ProgressSend
   EXPECT_EQ(find_op(d, false)->phase_ns[kRecvWait], 70000u);
   ASSERT_EQ(d.kernel_starts.size(), 1u);
 }
@@ -372,7 +388,8 @@ TEST(TraceLayouts, OldLayoutStaleStepIsRejected) {
 }
 
 // Defect 4: a receive whose irecv was retried starts a new step event each time; the
-// abandoned ones never get their states (zeros here) and the one that counts comes last.
+// abandoned ones never get their states and keep their slot's previous times: zeros, or the
+// times of an older step of the same op (inside the op, but before the attempt started).
 TEST(TraceLayouts, OldLayoutRetriedReceiveDuplicatesAreDropped) {
   Trace t;
   t.b("Group", "GROUP", 0, 99, "\"groupId\": 0");
@@ -380,18 +397,19 @@ TEST(TraceLayouts, OldLayoutRetriedReceiveDuplicatesAreDropped) {
       "\"SeqNum\": 7, \"CommHash\": " + std::to_string(kComm) +
           ", \"Rank\": 3, \"Count\": 1024, \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"Ring\", \"Protocol\": \"Simple\", \"nMaxChannels\": 1");
   t.b("Recv", "PROXY", 0, 102, old_op_args(false, 0, 2, 1, 4096));
-  old_recv_step(t, 0, 0, 104, 0, 0, 0, 0);      // abandoned attempt: states never recorded
-  old_recv_step(t, 1, 0, 108, 110, 140, 141, 145);
-  old_recv_step(t, 2, 0, 109, 112, 142, 143, 146);  // a second complete copy of step 0
+  old_recv_step(t, 0, 0, 104, 0, 0, 0, 0);           // abandoned: a fresh slot (zeros)
+  old_recv_step(t, 1, 0, 130, 110, 140, 141, 145);   // abandoned: an older step's times
+  old_recv_step(t, 2, 0, 131, 132, 150, 151, 155);   // the attempt that went through
   t.e("Recv", "PROXY", 0, 160);
   t.e("AllReduce", "COLL", 0, 171);
   t.e("Group", "GROUP", 0, 172);
   LocalData d = read(t.str());
   ASSERT_EQ(d.ops.size(), 1u);
   EXPECT_EQ(d.ops[0].steps, 1u);
-  EXPECT_EQ(d.ops[0].phase_ns[kRecvWait], 30000u);
-  EXPECT_EQ(reason(d, "step with stale or non-increasing timestamps"), 1u);
-  EXPECT_EQ(reason(d, "duplicate step (retried receive)"), 1u);
+  EXPECT_EQ(d.ops[0].phase_ns[kRecvWait], 18000u);
+  EXPECT_EQ(d.ops[0].phase_ns[kRecvGpuWait], 4000u);
+  EXPECT_EQ(reason(d, "step with stale or non-increasing timestamps"), 2u);
+  EXPECT_EQ(reason(d, "duplicate step (retried receive)"), 0u);
 }
 
 // Defect 5: only the last 16 steps survive, printed in slot order (step % 16).

@@ -176,8 +176,22 @@ TEST(TraceReader, Defect4StaleAndDuplicateStepsAreRejected) {
   const ProxyOpRecord* recv = find_op(d2, false);
   ASSERT_TRUE(recv);
   EXPECT_EQ(recv->steps, 1u);
-  EXPECT_EQ(recv->phase_ns[kRecvWait], 30000u);
+  // The copy that begins last is the real attempt (an abandoned attempt keeps its slot's
+  // older times): the second copy here, RecvWait 111 -> 151.
+  EXPECT_EQ(recv->phase_ns[kRecvWait], 40000u);
+  EXPECT_EQ(recv->phase_ns[kRecvGpuWait], 2000u);
   EXPECT_EQ(d2.inputs[0].reject_reasons.count("duplicate step (retried receive)"), 1u);
+
+  // The same when the slots are printed the other way round (the ring of slots wrapped).
+  const std::string first_step = dup.substr(dup.find(R"({"name": "RecvWait", "cat": "NET", "ph": "b", "id": 0,)"),
+                                            dup.find(R"({"name": "RecvWait", "cat": "NET", "ph": "b", "id": 1,)") -
+                                                dup.find(R"({"name": "RecvWait", "cat": "NET", "ph": "b", "id": 0,)"));
+  std::string swapped = dup;
+  swapped.erase(swapped.find(first_step), first_step.size());
+  swapped.insert(swapped.find(R"({"name": "ProgressRecv", "cat": "PROXY", "ph": "e")"), first_step);
+  LocalData d3 = read(swapped);
+  ASSERT_TRUE(find_op(d3, false));
+  EXPECT_EQ(find_op(d3, false)->phase_ns[kRecvWait], 40000u);
 }
 
 // Defect 5: only the last steps of a long op survive, printed in slot order (wrapped).
