@@ -373,6 +373,29 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       if (evidence[p].culprit_class == "network_link" && evidence[p].peer >= 0)
         consider(procs[static_cast<size_t>(evidence[p].peer)].host, p);
     }
+    // Withheld credit with no slowness of its own (class gpu_producer without kernel
+    // evidence) is what a slow wire does to the GPUs around it in the same communicator:
+    // starved inputs, stalled combines. It is held by the strongest slow wire there.
+    std::map<uint64_t, uint32_t> strongest_link;  // comm -> sender of its worst slow wire
+    std::map<uint32_t, std::set<uint64_t>> comms_of;
+    for (const auto& [key, process] : process_of_rank) comms_of[process].insert(key.first);
+    for (uint32_t p = 0; p < n; ++p) {
+      if (evidence[p].culprit_class != "network_link") continue;
+      for (uint64_t comm : comms_of[p]) {
+        auto it = strongest_link.find(comm);
+        if (it == strongest_link.end() || evidence[p].ns > evidence[it->second].ns) strongest_link[comm] = p;
+      }
+    }
+    for (uint32_t p = 0; p < n; ++p) {
+      if (evidence[p].culprit_class != "gpu_producer" || kernel_late_total[p] > 0) continue;
+      for (uint64_t comm : comms_of[p]) {
+        auto it = strongest_link.find(comm);
+        if (it != strongest_link.end() && it->second != p && evidence[it->second].ns > evidence[p].ns) {
+          holds.push_back({p, it->second, evidence[p].ns, "starved_by_link"});
+          break;
+        }
+      }
+    }
     for (uint32_t p = 0; p < n; ++p) {
       if (evidence[p].ns <= 0 || evidence[p].culprit_class == "network_link") continue;
       uint32_t x = strongest[procs[p].host];
