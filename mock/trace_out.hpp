@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mock/simulator.hpp"
+
 namespace culprit::mock {
 
 class Out {
@@ -48,5 +50,19 @@ class Out {
   std::string s_;
 };
 
+// What the example plugin prints for one ProxyOp: ScheduleX b/e, ProgressX b, its 16 step
+// slots (a slot the op never reached keeps its previous occupant's stale content, `old`),
+// ProgressX e. Shared by both engines' renderers so the two layouts cannot drift apart.
+struct ProxyOpPrint {
+  const SimProxyOp* op = nullptr;
+  const SimProxyOp* old = nullptr;  // previous occupant of the plugin's pool slot, or null
+  int channel = 0;
+  int peer = 0;                     // communicator rank of the remote end
+  uint64_t trans = 0;               // transSize as the plugin accumulates it
+  int64_t pid = 0;
+  double origin = 0;                // this process's clock origin (ns)
+  double kill = 0;                  // times at or after this were never reached
+};
+void print_proxy_op(Out& o, const ProxyOpPrint& p, int64_t& op_id, int64_t& step_id);
 
 }  // namespace culprit::mock
