@@ -323,6 +323,32 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   }
   for (uint32_t p = 0; p < n; ++p)
     if (kernel_late_total[p] > 0) evidence[p].offer(kernel_late_total[p], "gpu_producer");
+  // Queue pairs (probing's nccl.net_qp): one that moves its bytes at well under the job's
+  // typical wire speed is a slow wire or NIC at that process. Its peer is the far end of
+  // the process's slowest outbound connection.
+  {
+    std::vector<double> rates;
+    for (const QpObservation& q : obs.qps)
+      if (q.bytes && q.sum_ns) rates.push_back(static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns));
+    Robust base = robust_of(rates);
+    if (base.n >= 3 && base.median > 0) {
+      for (const QpObservation& q : obs.qps) {
+        if (!q.bytes || !q.sum_ns || q.process >= n) continue;
+        double rate = static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns);
+        double excess_ns = static_cast<double>(q.sum_ns) - static_cast<double>(q.bytes) * 1e9 / base.median;
+        if (rate * cfg.qp_slow_ratio > base.median) continue;  // not slow enough
+        if (excess_ns <= cfg.abs_floor_ns * static_cast<double>(q.count)) continue;
+        int64_t peer = -1;
+        double worst = -1;
+        for (const EdgeFacts& f : facts)
+          if (f.src == q.process && f.view.has_send && f.view.step_ns[kSendWait] > worst) {
+            worst = f.view.step_ns[kSendWait];
+            peer = f.dst;
+          }
+        evidence[q.process].offer(excess_ns, "network_link", peer);
+      }
+    }
+  }
   // A hang: collective N cannot complete until every rank has started it, so the ranks whose
   // traces stop before the newest sequence their communicator reached are the ones that
   // stopped; everyone else waits in N. (A trace cut inside a collective proves nothing.)

@@ -30,6 +30,8 @@ struct AttributionConfig {
   // that is merely saturated queues up to 8 sends and stays below the median per send.
   double link_ratio = 1.5;
   int nccl_steps = 8;
+  // A queue pair is slow when the job's median wire speed exceeds its own this many times.
+  double qp_slow_ratio = 2.0;
 };
 
 inline constexpr size_t kMinRobustSample = 5;

@@ -55,9 +55,9 @@ struct WireInput {
 
 struct WireHeader {
   uint64_t magic;
-  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs;
+  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c31ull;  // "nccl cul1"
+constexpr uint64_t kMagic = 0x6e63636c63756c32ull;  // "nccl cul2"
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {
@@ -78,7 +78,8 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
 }  // namespace
 
 std::vector<char> pack_node_summary(const NodeSummary& s) {
-  WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size()};
+  WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size(),
+               s.qps.size()};
   std::vector<char> out;
   append(out, &h, 1);
   std::vector<WireProcess> procs(s.processes.size());
@@ -117,6 +118,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
     }
   }
   append(out, inputs.data(), inputs.size());
+  append(out, s.qps.data(), s.qps.size());  // QpObservation is plain data
   return out;
 }
 
@@ -158,6 +160,9 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
       if (w.reason[k][0]) in.reject_reasons[text_of(w.reason[k])] = w.reason_count[k];
     s.inputs.push_back(std::move(in));
   }
+  s.qps = take<QpObservation>(bytes, at, header[0].n_qps);
+  for (const QpObservation& q : s.qps)
+    if (q.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad QP process index");
   return s;
 }
 
@@ -208,6 +213,10 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
       }
     }
     all_edges.insert(all_edges.end(), node.edges.begin(), node.edges.end());
+    for (QpObservation q : node.qps) {
+      q.process = remap[q.process];
+      observations->qps.push_back(q);
+    }
     for (InputReport& in : node.inputs) inputs->push_back(std::move(in));
   }
   observations->edges = merge_edge_summaries(all_edges);

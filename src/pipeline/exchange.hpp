@@ -15,6 +15,7 @@ struct NodeSummary {
   std::vector<GlobalCommRank> comm_ranks;  // process = index into this node's processes
   std::vector<EdgeSummary> edges;
   std::vector<InputReport> inputs;         // reasons reduced to the most frequent ones
+  std::vector<QpObservation> qps;          // process = index into this node's processes
 };
 
 std::vector<char> pack_node_summary(const NodeSummary& summary);

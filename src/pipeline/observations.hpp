@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/records.hpp"
@@ -40,8 +41,21 @@ struct GlobalCommRank {
   uint32_t gap_samples = 0;
 };
 
+// Wire time of one InfiniBand queue pair (probing's nccl.net_qp), summed.
+struct QpObservation {
+  uint32_t process = 0;
+  int32_t device = -1;
+  uint32_t qp_num = 0;
+  uint64_t count = 0;    // work requests
+  uint64_t bytes = 0;
+  uint64_t sum_ns = 0;   // their durations
+};
+
+static_assert(std::is_trivially_copyable_v<QpObservation>);
+
 struct Observations {
   std::vector<GlobalProcess> processes;
+  std::vector<QpObservation> qps;
   std::vector<GlobalCommRank> comm_ranks;
   std::vector<EdgeSummary> edges;  // sorted by key, halves merged
   int seq_window = 20;

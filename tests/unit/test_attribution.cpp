@@ -84,6 +84,30 @@ TEST(Attribution, SlowLinkBetweenHealthyEndsIsNamedWithItsPeer) {
   EXPECT_TRUE(flagged);
 }
 
+TEST(Attribution, SlowQueuePairNamesTheWireEvenWhenSendWaitIsInconclusive) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) ring.hop(node, 270, 0.2, 65, 335, 1.5, 2);
+  // probing's nccl.net_qp: every sender's QP moves 1 GB; rank 3's takes 6x longer.
+  for (int node = 0; node < 4; ++node) {
+    QpObservation q;
+    q.process = static_cast<uint32_t>(node * 2 + 1);
+    q.qp_num = 100 + node;
+    q.count = 1000;
+    q.bytes = 1000000000;
+    q.sum_ns = node == 1 ? 480000000 : 80000000;
+    ring.obs.qps.push_back(q);
+  }
+  Attribution a = attribute(ring.obs);
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 3u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "network_link");
+  EXPECT_EQ(a.culprits[0].peer_process_id, 4);
+
+  // The same queue pairs at equal speed (within 2x) name nobody.
+  for (QpObservation& q : ring.obs.qps) q.sum_ns = 80000000 + 20000000 * q.qp_num % 3;
+  EXPECT_TRUE(attribute(ring.obs).culprits.empty());
+}
+
 TEST(Attribution, SaturatedHealthyLinkIsNotASlowLink) {
   RingBuilder ring(4, 2);
   // Catching up after a stall, one link runs saturated (8 sends queued: SendWait = 8 x wire

@@ -1,0 +1,78 @@
+// The exchange blob: every table survives pack/unpack, and a serial gather merges halves.
+#include <gtest/gtest.h>
+
+#include "pipeline/exchange.hpp"
+
+namespace culprit {
+namespace {
+
+NodeSummary sample() {
+  NodeSummary s;
+  s.processes = {{"nodeA", 11}, {"nodeB", 12}};
+  GlobalCommRank c;
+  c.comm_hash = 0xFEDCBA9876543210ull;
+  c.rank = 3;
+  c.process = 1;
+  c.newest_seq = 41;
+  c.has_collective = true;
+  c.cut_short = true;
+  c.gap_sum_ns = 777;
+  c.gap_samples = 7;
+  s.comm_ranks = {c};
+  EdgeSummary e;
+  e.key = {c.comm_hash, 3, 4, 1, 0};
+  e.phase_ns[kSendWait] = 99;
+  e.send_steps = 16;
+  s.edges = {e};
+  InputReport in;
+  in.host = "nodeB";
+  in.path = "/data/nodeB/x.json";
+  in.format = "nccl-json";
+  in.records = 5;
+  in.rejected = 2;
+  in.truncated = true;
+  in.reject_reasons["malformed line"] = 2;
+  s.inputs = {in};
+  s.qps = {{1, 0, 77, 10, 4096, 12345}};
+  return s;
+}
+
+TEST(Exchange, PackUnpackKeepsEveryTable) {
+  NodeSummary back = unpack_node_summary(pack_node_summary(sample()));
+  ASSERT_EQ(back.processes.size(), 2u);
+  EXPECT_EQ(back.processes[1].host, "nodeB");
+  ASSERT_EQ(back.comm_ranks.size(), 1u);
+  EXPECT_EQ(back.comm_ranks[0].comm_hash, 0xFEDCBA9876543210ull);
+  EXPECT_TRUE(back.comm_ranks[0].cut_short);
+  EXPECT_EQ(back.comm_ranks[0].gap_samples, 7u);
+  ASSERT_EQ(back.edges.size(), 1u);
+  EXPECT_EQ(back.edges[0].phase_ns[kSendWait], 99u);
+  ASSERT_EQ(back.inputs.size(), 1u);
+  EXPECT_TRUE(back.inputs[0].truncated);
+  EXPECT_EQ(back.inputs[0].reject_reasons.at("malformed line"), 2u);
+  ASSERT_EQ(back.qps.size(), 1u);
+  EXPECT_EQ(back.qps[0].qp_num, 77u);
+  EXPECT_EQ(back.qps[0].sum_ns, 12345u);
+}
+
+TEST(Exchange, CorruptBlobIsAnErrorNotACrash) {
+  std::vector<char> blob = pack_node_summary(sample());
+  blob.resize(blob.size() / 2);
+  EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
+  blob.assign(64, 'x');
+  EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
+}
+
+TEST(Exchange, SerialGatherRemapsProcessesOfQueuePairs) {
+  auto comm = make_serial_communicator();
+  Observations obs;
+  std::vector<InputReport> inputs;
+  gather_observations(*comm, sample(), 20, &obs, &inputs);
+  ASSERT_EQ(obs.qps.size(), 1u);
+  EXPECT_EQ(obs.processes[obs.qps[0].process].host, "nodeB");
+  EXPECT_EQ(inputs.size(), 1u);
+  EXPECT_EQ(obs.edges.size(), 1u);
+}
+
+}  // namespace
+}  // namespace culprit
