@@ -117,6 +117,10 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     Robust base = robust_of(group);
     double value = v.step_ns[p];
     if (p != kRecvFlushWait && multi_input(*v.edge)) value = std::max(0.0, value - sibling_wait(v));
+    // Held buffers (withheld credit, slow consumption) only throttle a pipeline when they
+    // cost a good part of a transfer: below credit_rel_floor of the wire time per step they
+    // are the normal give of combining and forwarding GPUs.
+    if (p != kRecvFlushWait) scale *= cfg.credit_rel_floor / cfg.rel_floor;
     if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, cfg);
     // A few values: an outlier must stand above every other member of its group.
     double others = 0;
