@@ -97,11 +97,12 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     return fan_in[{e.key.comm_hash, e.key.dst_rank, e.key.channel}] > 1;
   };
   const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
-  std::map<std::pair<uint64_t, bool>, std::map<int, std::vector<double>>> receiver_groups;
+  // (value, receiving rank) per communicator, combining or not, and phase.
+  std::map<std::pair<uint64_t, bool>, std::map<int, std::vector<std::pair<double, int32_t>>>> receiver_groups;
   for (const EdgeView& v : views)
     for (int p : kReceiverPhases)
       if (p == kSendPeerWait ? v.has_send : v.has_recv)
-        receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p].push_back(v.step_ns[p]);
+        receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p].emplace_back(v.step_ns[p], v.edge->key.dst_rank);
   // A combining receiver holds an input's buffers (RecvGpuWait, and so the sender's
   // SendPeerWait) while it waits for a later sibling input: that much is explained.
   auto sibling_wait = [&](const EdgeView& v) {
@@ -113,7 +114,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     return wait;
   };
   auto receiver_anomaly = [&](const EdgeView& v, int p, double scale) {
-    const std::vector<double>& group = receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p];
+    const auto& members = receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p];
+    std::vector<double> group;
+    for (const auto& m : members) group.push_back(m.first);
     Robust base = robust_of(group);
     double value = v.step_ns[p];
     if (p != kRecvFlushWait && multi_input(*v.edge)) value = std::max(0.0, value - sibling_wait(v));
@@ -122,14 +125,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     // are the normal give of combining and forwarding GPUs.
     if (p != kRecvFlushWait) scale *= cfg.credit_rel_floor / cfg.rel_floor;
     if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, cfg);
-    // A few values: an outlier must stand above every other member of its group.
+    // A few values: an outlier must stand above every connection into other receivers (a
+    // slow receiver is slow on all of its inputs alike).
     double others = 0;
-    bool skipped_self = false;
-    for (double x : group) {
-      if (!skipped_self && x == v.step_ns[p]) { skipped_self = true; continue; }
-      others = std::max(others, x);
-    }
-    if (group.size() < 2) others = 0;
+    for (const auto& m : members)
+      if (m.second != v.edge->key.dst_rank) others = std::max(others, m.first);
     double excess = value - others;
     return excess > std::max(cfg.rel_floor * scale, cfg.abs_floor_ns) ? excess : 0.0;
   };
