@@ -26,8 +26,8 @@ struct EdgeFacts {
   EdgeView view;
   uint32_t src = 0, dst = 0;
   double anomaly[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // significant excess per step vs median
-  double late_data_ns = 0;
-  double link_excess_ns = 0; // per step: SendWait above the communicator's reference   // per step: receiver waited for data beyond the comm's low reference
+  double late_data_ns = 0;    // per step: receiver waited for data beyond the comm's low reference
+  double link_excess_ns = 0;  // per step: SendWait above the communicator's reference
   bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
   std::string verdict = "normal";
 };
@@ -63,14 +63,13 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   for (const EdgeSummary& e : obs.edges)
     n_ranks[e.key.comm_hash] =
         std::max({n_ranks[e.key.comm_hash], e.key.src_rank + 1, e.key.dst_rank + 1});
-  std::vector<std::pair<uint64_t, int32_t>> placeholder_ranks;
+  int64_t placeholders = 0;
   auto process_for = [&](uint64_t comm, int32_t rank) -> uint32_t {
     auto it = process_of_rank.find({comm, rank});
     if (it != process_of_rank.end()) return it->second;
     // A rank that appears only as somebody's peer: its node sent no data.
     auto id = static_cast<uint32_t>(procs.size());
-    procs.push_back({"(no data)", -1 - static_cast<int64_t>(placeholder_ranks.size())});
-    placeholder_ranks.emplace_back(comm, rank);
+    procs.push_back({"(no data)", -1 - placeholders++});
     process_of_rank[{comm, rank}] = id;
     return id;
   };
@@ -105,12 +104,14 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
         receiver_groups[{v.edge->key.comm_hash, multi_input(*v.edge)}][p].emplace_back(v.step_ns[p], v.edge->key.dst_rank);
   // A combining receiver holds an input's buffers (RecvGpuWait, and so the sender's
   // SendPeerWait) while it waits for a later sibling input: that much is explained.
+  std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<const EdgeView*>> inputs_of;
+  for (const EdgeView& v : views)
+    if (v.has_recv) inputs_of[{v.edge->key.comm_hash, v.edge->key.dst_rank, v.edge->key.channel}].push_back(&v);
   auto sibling_wait = [&](const EdgeView& v) {
     double wait = 0;
-    for (const EdgeView& w : views)
-      if (&w != &v && w.has_recv && v.has_recv && w.edge->key.comm_hash == v.edge->key.comm_hash &&
-          w.edge->key.dst_rank == v.edge->key.dst_rank && w.edge->key.channel == v.edge->key.channel)
-        wait = std::max(wait, w.step_ns[kRecvWait] - v.step_ns[kRecvWait]);
+    if (!v.has_recv) return wait;
+    for (const EdgeView* w : inputs_of[{v.edge->key.comm_hash, v.edge->key.dst_rank, v.edge->key.channel}])
+      if (w != &v) wait = std::max(wait, w->step_ns[kRecvWait] - v.step_ns[kRecvWait]);
     return wait;
   };
   auto receiver_anomaly = [&](const EdgeView& v, int p, double scale) {
@@ -142,11 +143,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     f.dst = process_for(e.key.comm_hash, e.key.dst_rank);
     if (!f.view.has_send || !f.view.has_recv) ++half_missing;
     const CommBaseline& base = baselines[e.key.comm_hash];
-    for (int p = 0; p < kPhaseCount; ++p) {
+    for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
       bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
       if (present) f.anomaly[p] = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
     }
-    for (int p : kReceiverPhases) {
+    for (int p : kReceiverPhases) {  // judged among receivers of their own kind
       bool present = p == kSendPeerWait ? f.view.has_send : f.view.has_recv;
       if (present) f.anomaly[p] = receiver_anomaly(f.view, p, base.cycle_ns);
     }
