@@ -868,26 +868,7 @@ void Simulation::Impl::simulate_flow() {
 
   kill_ns = kInf;
   if (!F.complete) {
-    double last = 0;
-    auto see = [&](double t) {
-      if (std::isfinite(t)) last = std::max(last, t);
-    };
-    for (const auto& col : colls) {
-      see(col.enqueue_ns);
-      see(col.kernel_start_ns);
-      see(col.end_ns);
-      for (double t : col.channel_end_ns) see(t);
-    }
-    for (const auto& op : ops) {
-      see(op.progress_ns);
-      see(op.end_ns);
-      for (const auto& st : op.steps) {
-        see(st.t0);
-        see(st.t1);
-        see(st.t2);
-        see(st.t3);
-      }
-    }
+    double last = last_activity_ns(colls, ops, [](const SimProxyOp&) { return true; });
     kill_ns = last + p.hang_dump_after;
   }
 }

@@ -78,6 +78,35 @@ class Noise {
 };
 
 // Physical constants of the model (nanoseconds, bytes per nanosecond = GB/s).
+// The last finite time anything happened: collectives, and the proxy ops `include` keeps
+// (their progress, end and step times). A hung job's traces are dumped a while after it.
+template <typename Keep>
+double last_activity_ns(const std::vector<SimCollective>& colls, const std::vector<SimProxyOp>& ops,
+                        Keep include) {
+  double last = 0;
+  auto see = [&](double t) {
+    if (std::isfinite(t)) last = std::max(last, t);
+  };
+  for (const auto& col : colls) {
+    see(col.enqueue_ns);
+    see(col.kernel_start_ns);
+    see(col.end_ns);
+    for (double t : col.channel_end_ns) see(t);
+  }
+  for (const auto& op : ops) {
+    if (!include(op)) continue;
+    see(op.progress_ns);
+    see(op.end_ns);
+    for (const auto& st : op.steps) {
+      see(st.t0);
+      see(st.t1);
+      see(st.t2);
+      see(st.t3);
+    }
+  }
+  return last;
+}
+
 struct Params {
   double nvl_lat = 2000;        // NVLink hop latency
   double nvl_bw = 150;          // NVLink bandwidth per channel
