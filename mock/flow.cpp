@@ -303,22 +303,6 @@ void Simulation::Impl::build_flow() {
     F.lanes.push_back(l);
     return int(F.lanes.size()) - 1;
   };
-  auto add_prim = [&](int lane, std::initializer_list<FlowIO> in, std::initializer_list<FlowIO> out) {
-    FlowPrim pr;
-    pr.io = uint32_t(F.ios.size());
-    pr.n_in = uint16_t(in.size());
-    pr.n_out = uint16_t(out.size());
-    for (const FlowIO& x : in) {
-      F.ios.push_back(x);
-      F.conns[x.conn].dst_lane = lane;
-    }
-    for (const FlowIO& x : out) {
-      F.ios.push_back(x);
-      F.conns[x.conn].src_lane = lane;
-    }
-    F.prims.push_back(pr);
-    F.lanes[lane].prim_end = uint32_t(F.prims.size());
-  };
   auto add_prim_v = [&](int lane, const std::vector<FlowIO>& in, const std::vector<FlowIO>& out) {
     FlowPrim pr;
     pr.io = uint32_t(F.ios.size());
@@ -334,6 +318,9 @@ void Simulation::Impl::build_flow() {
     }
     F.prims.push_back(pr);
     F.lanes[lane].prim_end = uint32_t(F.prims.size());
+  };
+  auto add_prim = [&](int lane, std::initializer_list<FlowIO> in, std::initializer_list<FlowIO> out) {
+    add_prim_v(lane, std::vector<FlowIO>(in), std::vector<FlowIO>(out));
   };
   auto finish_task_lanes = [&](int task, int first_lane) {
     F.tasks[task].lane_begin = first_lane;
