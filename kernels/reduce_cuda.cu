@@ -59,8 +59,8 @@ struct KeyDecomposer {
   }
 };
 
-// The twelve sums of an EdgeSummary, in its field order after the key.
-constexpr int kSumCount = 12;
+// The sixteen sums of an EdgeSummary, in its field order after the key.
+constexpr int kSumCount = 16;
 struct Sums {
   uint64_t v[kSumCount];
 };
@@ -94,6 +94,12 @@ struct Contribution {
       s.v[6] = steps;  // send_steps
       s.v[8] = 1;      // send_ops
       s.v[10] = r.bytes;
+      s.v[12] = r.send_wire_busy_ns;
+      s.v[13] = r.wire_steps;  // send_wire_steps
+      if (r.send_wait_min_ns) {
+        s.v[14] = r.send_wait_min_ns;  // send_wait_min_sum_ns
+        s.v[15] = 1;                   // send_wait_min_ops
+      }
     } else {
       s.v[3] = r.phase_ns[3];
       s.v[4] = r.phase_ns[4];

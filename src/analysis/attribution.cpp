@@ -158,14 +158,32 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       double late = f.view.step_ns[kRecvWait] - low_recv_wait[e.key.comm_hash];
       if (late > floor) f.late_data_ns = late;
     }
-    // A slow wire: SendWait (from isend accepted to completion: the wire and the NICs, not
-    // the GPUs) far above what even a saturated healthy link shows. Whether the sender's GPU
-    // was also waiting does not matter: in a short ring its input came through this wire.
-    double per_send = f.view.step_ns[kSendWait] / cfg.nccl_steps;
+    // A slow wire. SendWait runs from isend accepted to completion: the wire and the NICs,
+    // not the GPUs. Whether the sender's GPU was also waiting does not matter: in a short
+    // ring its input came through this wire.
     f.link_excess_ns = f.view.step_ns[kSendWait] - low_reference(base.phase[kSendWait]);
-    f.slow_link = f.view.has_send && per_send > cfg.link_ratio * low_reference(base.phase[kSendWait]) &&
-                  f.link_excess_ns > std::max(cfg.abs_floor_ns, base.phase[kSendWait].n < kMinRobustSample
-                                                                    ? 0.0 : cfg.mad_k * base.phase[kSendWait].sigma);
+    if (f.view.wire_ns > 0 && base.wire.n >= 2 && f.view.send_wait_min_ns > 0) {
+      // Preferred: the wire's busy time per step, and its shortest single send, both well
+      // above the communicator's. Queueing behind other sends, which any saturated link
+      // shows, lengthens neither the busy time nor (where a step found the wire idle) the
+      // shortest send; sends paced one by one by credit carry latency in their busy time
+      // but not a longer shortest send. A slow wire lengthens both.
+      auto slower = [&](double value, const Robust& base_of) {
+        double excess = value - low_reference(base_of);
+        double guard = std::max(cfg.abs_floor_ns, base_of.n < kMinRobustSample ? 0.0 : cfg.mad_k * base_of.sigma);
+        return value > cfg.link_ratio * low_reference(base_of) && excess > guard;
+      };
+      double wire_excess = f.view.wire_ns - low_reference(base.wire);
+      f.slow_link = slower(f.view.wire_ns, base.wire) && slower(f.view.send_wait_min_ns, base.send_wait_min);
+      f.link_excess_ns = std::max(f.link_excess_ns, wire_excess);
+    } else {
+      // Sums only: SendWait far above what even a saturated healthy link shows, i.e. one
+      // send's share with all NCCL_STEPS queued above the communicator's typical SendWait.
+      double per_send = f.view.step_ns[kSendWait] / cfg.nccl_steps;
+      f.slow_link = f.view.has_send && per_send > cfg.link_ratio * low_reference(base.phase[kSendWait]) &&
+                    f.link_excess_ns > std::max(cfg.abs_floor_ns, base.phase[kSendWait].n < kMinRobustSample
+                                                                      ? 0.0 : cfg.mad_k * base.phase[kSendWait].sigma);
+    }
     f.no_credit = f.anomaly[kSendPeerWait] > 0;
     f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
     f.slow_consume = f.anomaly[kRecvGpuWait] > 0;
@@ -197,34 +215,98 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     return std::max({spread, cfg.kernel_rel_floor * collective_ns, cfg.kernel_abs_floor_ns});
   };
   std::vector<double> kernel_late_total(n, 0.0);
+  std::vector<bool> own_work_measured(n, false);  // its kernel gaps are known
   bool have_gaps = false;
   {
-    // Preferred: the gap between a GPU's previous collective and this one, i.e. the time it
-    // spent on its own work. Comparable across nodes, blind to victims that merely finished
-    // the previous collective late.
-    std::vector<double> gap_sum(n, 0.0), gap_count(n, 0.0);
+    // Preferred: the gaps between a GPU's kernels, i.e. the time it spent on its own work.
+    // Comparable across nodes, blind to victims that merely finished the previous collective
+    // late. GPUs are compared with GPUs that do the same job: in collectives every rank does
+    // the same work between calls, but a pipeline stage's work between two NCCL calls depends
+    // on where it sits (the first stage has half the calls of a middle one for the same
+    // work). A GPU's role is its place in its p2p communicators (size and rank); GPUs without
+    // p2p share one role.
+    std::vector<double> gap_sum(n, 0.0), period_sum(n, 0.0), gap_count(n, 0.0);
+    std::vector<std::vector<std::pair<int32_t, int32_t>>> role(n);
     for (const GlobalCommRank& c : obs.comm_ranks) {
       gap_sum[c.process] += static_cast<double>(c.gap_sum_ns);
+      period_sum[c.process] += static_cast<double>(c.gap_period_sum_ns);
       gap_count[c.process] += c.gap_samples;
+      if (!c.has_collective) role[c.process].emplace_back(n_ranks[c.comm_hash], c.rank);
     }
-    std::vector<double> gaps;
-    for (uint32_t p = 0; p < n; ++p)
-      if (gap_count[p] > 0) gaps.push_back(gap_sum[p] / gap_count[p]);
-    Robust gap_base = robust_of(gaps);
-    have_gaps = gap_base.n >= 2;
-    if (have_gaps) {
-      // GPUs differ a little in speed; a straggler's own work takes clearly longer than its
-      // peers' (gap_rel_floor more), not a few percent.
-      // Not scaled by the collective's length: another fault that slows the collectives must
-      // not hide a straggler.
-      double spread = gap_base.n < kMinRobustSample ? 0.0 : cfg.mad_k * gap_base.sigma;
-      double guard = std::max({spread, cfg.gap_rel_floor * low_reference(gap_base), cfg.kernel_abs_floor_ns});
-      for (uint32_t p = 0; p < n; ++p) {
-        if (gap_count[p] == 0) continue;
-        double excess = gap_sum[p] / gap_count[p] - low_reference(gap_base);
-        if (excess > guard) kernel_late_total[p] = excess * gap_count[p];
+    std::map<std::vector<std::pair<int32_t, int32_t>>, std::vector<uint32_t>> peers_by_role;
+    for (uint32_t p = 0; p < n; ++p) {
+      if (gap_count[p] == 0 || period_sum[p] <= 0) continue;
+      own_work_measured[p] = true;
+      std::sort(role[p].begin(), role[p].end());
+      peers_by_role[role[p]].push_back(p);
+    }
+    // A GPU without at least two others in its role (a single pipeline) is judged by the share
+    // of its time it spends on its own work, against every GPU's share: the stages of a
+    // balanced pipeline have about the same share, a straggler's is larger.
+    std::vector<uint32_t> alone;
+    for (const auto& [key, members] : peers_by_role)
+      if (members.size() < 3 && peers_by_role.size() > 1) alone.insert(alone.end(), members.begin(), members.end());
+    have_gaps = false;
+    // GPUs differ a little in speed; a straggler's own work is clearly larger than its peers'
+    // (gap_rel_floor more), not a few percent. Not scaled by the collective's length: another
+    // fault that slows the collectives must not hide a straggler.
+    // small_reference: what a few values are compared with (NaN: the median of the others).
+    auto judge = [&](const std::vector<uint32_t>& members, auto&& measure, auto&& to_ns, double small_reference) {
+      std::vector<double> values;
+      for (uint32_t p : members) values.push_back(measure(p));
+      Robust base = robust_of(values);
+      if (base.n < 2) return;
+      have_gaps = true;
+      const bool small = base.n < kMinRobustSample;
+      double spread = small ? 0.0 : cfg.mad_k * base.sigma;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const uint32_t p = members[i];
+        // A few GPUs: compared with the median of the others (the quickest alone would make
+        // ordinary speed differences look like stragglers).
+        double reference = base.median;
+        if (small && !std::isnan(small_reference)) {
+          reference = small_reference;
+        } else if (small) {
+          std::vector<double> others = values;
+          others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+          reference = robust_of(others).median;
+        }
+        double guard = std::max(spread, cfg.gap_rel_floor * reference);
+        double excess = measure(p) - reference;
+        double excess_ns = to_ns(p, excess);
+        if (excess > guard && excess_ns > cfg.kernel_abs_floor_ns * gap_count[p]) kernel_late_total[p] = excess_ns;
       }
-    } else {
+    };
+    // Each GPU's mean gap relative to the others of its role (their median), pooled over the
+    // roles: the spread of that ratio across the whole job measures the noise, which a
+    // handful of GPUs per role cannot.
+    std::vector<double> role_mean(n, 0.0);
+    std::vector<uint32_t> with_peers;
+    for (const auto& [key, members] : peers_by_role) {
+      if (members.size() < 3 && peers_by_role.size() > 1) continue;
+      for (uint32_t p : members) {
+        std::vector<double> others;
+        for (uint32_t q : members)
+          if (q != p) others.push_back(gap_sum[q] / gap_count[q]);
+        role_mean[p] = robust_of(others).median;
+        if (role_mean[p] > 0) with_peers.push_back(p);
+      }
+    }
+    auto relative_gap = [&](uint32_t p) { return gap_sum[p] / gap_count[p] / role_mean[p]; };
+    auto relative_gap_ns = [&](uint32_t p, double excess) { return excess * role_mean[p] * gap_count[p]; };
+    judge(with_peers, relative_gap, relative_gap_ns, 1.0);  // 1: as fast as its role peers
+    if (!alone.empty()) {
+      std::vector<uint32_t> everyone;
+      for (const auto& [key, members] : peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
+      auto share = [&](uint32_t p) { return gap_sum[p] / period_sum[p]; };
+      auto share_ns = [&](uint32_t p, double excess) { return excess * period_sum[p]; };
+      std::vector<double> saved = kernel_late_total;
+      judge(everyone, share, share_ns, std::numeric_limits<double>::quiet_NaN());
+      // Only the GPUs without role peers take this verdict; the others keep their own.
+      for (uint32_t p = 0; p < n; ++p)
+        if (std::find(alone.begin(), alone.end(), p) == alone.end()) kernel_late_total[p] = saved[p];
+    }
+    if (!have_gaps) {
       // Fallback (no StopGpuClk): kernel start against the GPU's node peers.
       std::vector<double> means;
       for (const GlobalCommRank& c : obs.comm_ranks)
@@ -301,7 +383,13 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     if (f.slow_link) evidence[f.src].offer(f.link_excess_ns * send_steps, "network_link", f.dst);
     double flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * recv_steps : 0;
     double consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * recv_steps : 0;
-    if (f.no_credit) {
+    // Withheld credit says the receiver posted its buffers late. Where its kernel gaps measure
+    // its own work, they judge that work, and a late post with its own work in order means
+    // it was elsewhere in its program (another communicator's collective, the previous
+    // send/recv, a combine waiting for a sibling input): it blames nobody. Its slow
+    // consumption or flush still counts below. Without GPU clocks the late post is the best
+    // hint left.
+    if (f.no_credit && !own_work_measured[f.dst]) {
       // The receiver did not post buffers in time. Either its own downstream is blocked (the
       // wait passes on), or a late GPU inside its node holds it, or it is the culprit.
       double weight = f.anomaly[kSendPeerWait] * send_steps;

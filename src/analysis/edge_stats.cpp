@@ -42,6 +42,10 @@ EdgeView view_of(const EdgeSummary& e) {
   }
   v.send_cycle_ns = v.step_ns[kSendGpuWait] + v.step_ns[kSendPeerWait] + v.step_ns[kSendWait];
   v.recv_cycle_ns = v.step_ns[kRecvWait] + v.step_ns[kRecvFlushWait] + v.step_ns[kRecvGpuWait];
+  if (e.send_wire_steps)
+    v.wire_ns = static_cast<double>(e.send_wire_busy_ns) / static_cast<double>(e.send_wire_steps);
+  if (e.send_wait_min_ops)
+    v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
   return v;
 }
 
@@ -58,6 +62,14 @@ std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views
         if (send_phase ? v->has_send : v->has_recv) values.push_back(v->step_ns[p]);
       b.phase[p] = robust_of(std::move(values));
     }
+    std::vector<double> wire;
+    for (const EdgeView* v : members)
+      if (v->wire_ns > 0) wire.push_back(v->wire_ns);
+    b.wire = robust_of(std::move(wire));
+    std::vector<double> shortest;
+    for (const EdgeView* v : members)
+      if (v->send_wait_min_ns > 0) shortest.push_back(v->send_wait_min_ns);
+    b.send_wait_min = robust_of(std::move(shortest));
     std::vector<double> cycles, ops;
     for (const EdgeView* v : members) {
       cycles.push_back(std::max(v->send_cycle_ns, v->recv_cycle_ns));

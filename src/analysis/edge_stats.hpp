@@ -62,6 +62,11 @@ struct EdgeView {
   double step_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // mean per step of each phase
   double send_cycle_ns = 0;  // sum of the send phases per step
   double recv_cycle_ns = 0;  // sum of the receive phases per step
+  // Time the wire was busy per step (0 when unknown): one chunk's transfer, plus latency
+  // where nothing was queued; free of waiting for data, credit or other sends.
+  double wire_ns = 0;
+  // Mean over send ops of their shortest step SendWait (0 when unknown).
+  double send_wait_min_ns = 0;
 };
 
 EdgeView view_of(const EdgeSummary& e);
@@ -75,6 +80,8 @@ struct CommBaseline {
   // step cycle when no connection has its send half.
   double cycle_ns = 0;
   double op_ns = 0;           // median time of one proxy op (a collective's share)
+  Robust wire;                // wire time per step, over the connections where it is known
+  Robust send_wait_min;       // shortest step SendWait, likewise
 };
 
 std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views);

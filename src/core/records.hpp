@@ -31,26 +31,38 @@ struct ProxyOpRecord {
   uint64_t start_ns = 0;       // op start on the recording process's own clock
   uint64_t end_ns = 0;         // op end on the same clock (0 when unknown)
   uint64_t phase_ns[kPhaseCount] = {0, 0, 0, 0, 0, 0};
+  // A send op's wire time: the union of its steps' SendWait intervals (isend accepted to
+  // completion), over wire_steps steps. Queued sends overlap, so a busy healthy wire costs
+  // about one chunk's transfer per step and a slow wire proportionally more; waiting for
+  // data or credit is outside SendWait. 0 when unknown (probing exports only sums).
+  uint64_t send_wire_busy_ns = 0;
+  // Its shortest single-step SendWait: latency plus one chunk when some step found the wire
+  // idle; more when every recorded step queued (only the last steps of a long op are kept).
+  uint64_t send_wait_min_ns = 0;
   uint32_t process = 0;        // index into the reading node's local process table
   int32_t rank = -1;           // communicator rank of the recording process
   int32_t peer = -1;           // communicator rank of the remote end
   int32_t channel = -1;
   uint32_t steps = 0;          // steps whose phases were summed
+  uint32_t wire_steps = 0;     // steps in send_wire_busy_ns
   uint8_t is_send = 0;
   uint8_t is_p2p = 0;
-  uint8_t pad_[2] = {0, 0};
+  uint8_t pad_[6] = {0, 0, 0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
-// Kernel start and stop of one collective on one GPU (KernelCh StartGpuClk/StopGpuClk, the
-// GPU global timer, comparable across the GPUs of one node). Earliest start over channels.
+// Kernel start and stop of one collective or p2p operation on one GPU (KernelCh
+// StartGpuClk/StopGpuClk, the GPU global timer, comparable across the GPUs of one node).
+// Earliest start over channels.
 struct KernelStartRecord {
   uint64_t comm_hash = 0;
-  uint64_t seq = 0;
+  uint64_t seq = 0;              // collective SeqNum; meaningless for p2p
   uint64_t start_gpu_clk_ns = 0;
   uint64_t stop_gpu_clk_ns = 0;  // maximum StopGpuClk over channels, 0 when not recorded
   uint32_t process = 0;
   int32_t rank = -1;
+  uint8_t is_p2p = 0;            // a Send or Recv: counts for the GPU's gaps only
+  uint8_t pad_[7] = {0, 0, 0, 0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
 
@@ -94,6 +106,13 @@ struct EdgeSummary {
   uint64_t recv_ops = 0;
   uint64_t send_bytes = 0;
   uint64_t recv_bytes = 0;
+  // The wire's time: ProxyOpRecord::send_wire_busy_ns and wire_steps summed. Per step, a
+  // slow link raises it; queueing behind other sends does not.
+  uint64_t send_wire_busy_ns = 0;
+  uint64_t send_wire_steps = 0;
+  // ProxyOpRecord::send_wait_min_ns summed over the send ops that have it, and their count.
+  uint64_t send_wait_min_sum_ns = 0;
+  uint64_t send_wait_min_ops = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

@@ -377,6 +377,7 @@ class TraceParser {
         close_op(ev.ts_ns);
         break;
       case FrameKind::kColl:
+      case FrameKind::kP2p:
         close_context(f.context);
         break;
       default:
@@ -433,7 +434,7 @@ class TraceParser {
 
   void close_context(uint32_t index) {
     const Context& c = contexts_[index];
-    if (c.valid && !c.is_p2p && c.min_start_clk > 0 && c.process_known) {
+    if (c.valid && c.min_start_clk > 0 && c.process_known) {
       KernelStartRecord k;
       k.comm_hash = c.comm_hash;
       k.seq = c.seq;
@@ -441,6 +442,7 @@ class TraceParser {
       k.stop_gpu_clk_ns = c.max_stop_clk;
       k.process = c.process;
       k.rank = c.rank;
+      k.is_p2p = c.is_p2p ? 1 : 0;
       data_.kernel_starts.push_back(k);
     }
   }
@@ -594,8 +596,36 @@ class TraceParser {
       if (c.missing_end) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
       for (int p = 0; p < kPhaseCount; ++p)
         if (c.kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(c.step->end[p] - c.step->begin[p]);
+      if (r.is_send && (c.kept & (1u << kSendWait)))
+        wire_.emplace_back(c.step->begin[kSendWait], c.step->end[kSendWait]);
       ++r.steps;
     }
+    for (const auto& [b, e] : wire_)
+      if (e > b && (r.send_wait_min_ns == 0 || static_cast<uint64_t>(e - b) < r.send_wait_min_ns))
+        r.send_wait_min_ns = static_cast<uint64_t>(e - b);
+    if (wire_.size() >= 2) {
+      // The wire's busy time for all but the first completion: the union of the SendWait
+      // intervals after the first send completed. Sends queued behind each other overlap and
+      // then complete one transfer apart; a backlog already queued when the op's first
+      // recorded step started (only the last steps of a long op are recorded) is left out.
+      int64_t clip = wire_[0].second;
+      for (const auto& iv : wire_) clip = std::min(clip, iv.second);
+      std::sort(wire_.begin(), wire_.end());
+      int64_t busy = 0, from = clip, to = clip;
+      for (auto [b, e] : wire_) {
+        b = std::max(b, clip);
+        if (e <= b) continue;
+        if (b > to) {
+          busy += to - from;
+          from = b;
+        }
+        to = std::max(to, e);
+      }
+      busy += to - from;
+      r.send_wire_busy_ns = static_cast<uint64_t>(busy);
+      r.wire_steps = static_cast<uint32_t>(wire_.size() - 1);
+    }
+    wire_.clear();
     if (r.steps == 0) {
       ++reasons_[kOpWithoutValidStep];
       return;
@@ -611,6 +641,7 @@ class TraceParser {
   std::string scratch_;
   std::vector<Frame> stack_;
   std::vector<Context> contexts_;
+  std::vector<std::pair<int64_t, int64_t>> wire_;  // SendWait intervals of the op being closed
   struct Chosen {
     const StepAcc* step;
     int64_t first_begin;

@@ -300,8 +300,8 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
   for (const OpRecord& r : snap.in_flight) take(r, true);
 
   for (const CollEntry& c : snap.collectives) {
-    if (c.flags & kCollP2p) continue;
-    data.note_comm_rank(c.comm_hash, c.rank, process, true, c.seq);
+    const bool p2p = (c.flags & kCollP2p) != 0;
+    if (!p2p) data.note_comm_rank(c.comm_hash, c.rank, process, true, c.seq);
     if (c.kernel_start_clk == 0) continue;
     KernelStartRecord k;
     k.comm_hash = c.comm_hash;
@@ -310,6 +310,7 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
     k.stop_gpu_clk_ns = c.kernel_stop_clk >= c.kernel_start_clk ? c.kernel_stop_clk : 0;
     k.process = process;
     k.rank = c.rank;
+    k.is_p2p = p2p ? 1 : 0;
     data.kernel_starts.push_back(k);
   }
 

@@ -32,6 +32,7 @@ struct WireCommRank {
   int64_t kernel_late_sum_ns;
   uint64_t op_time_sum_ns;
   uint64_t gap_sum_ns;
+  uint64_t gap_period_sum_ns;
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
@@ -92,7 +93,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
     ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.gap_sum_ns,
-                c.rank, c.process, c.kernel_samples,
+                c.gap_period_sum_ns, c.rank, c.process, c.kernel_samples,
                 (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u), c.op_samples, c.gap_samples};
   }
   append(out, ranks.data(), ranks.size());
@@ -142,6 +143,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.op_time_sum_ns = c.op_time_sum_ns;
     g.op_samples = c.op_samples;
     g.gap_sum_ns = c.gap_sum_ns;
+    g.gap_period_sum_ns = c.gap_period_sum_ns;
     g.gap_samples = c.gap_samples;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
     s.comm_ranks.push_back(g);
@@ -204,6 +206,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
         }
         if (c.gap_samples > seen.gap_samples) {
           seen.gap_sum_ns = c.gap_sum_ns;
+          seen.gap_period_sum_ns = c.gap_period_sum_ns;
           seen.gap_samples = c.gap_samples;
         }
         if (c.op_samples > seen.op_samples) {

@@ -35,12 +35,16 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
   // (host, comm, seq) -> the kernel starts of that node's GPUs in that collective.
   std::map<std::tuple<std::string, uint64_t, uint64_t>, std::vector<const KernelStartRecord*>> groups;
   for (const KernelStartRecord& k : data.kernel_starts) {
-    if (k.seq < min_seq_of(k.comm_hash)) continue;
+    // Node peers start a collective together; p2p calls have no common start.
+    if (k.is_p2p || k.seq < min_seq_of(k.comm_hash)) continue;
     groups[{data.processes[k.process].host, k.comm_hash, k.seq}].push_back(&k);
   }
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
-  // Gaps: per GPU, its collectives of every communicator in kernel-start order.
+  // Gaps: per GPU, its collectives and p2p calls of every communicator in kernel-start order.
+  // Each gap comes with its period (previous kernel start to this one), so that the share of
+  // time a GPU spends on its own work can be compared between GPUs that launch different
+  // numbers of kernels (pipeline stages).
   std::map<uint32_t, std::vector<const KernelStartRecord*>> by_process;
   for (const KernelStartRecord& k : data.kernel_starts) by_process[k.process].push_back(&k);
   for (auto& [process, list] : by_process) {
@@ -50,12 +54,13 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
     for (size_t i = 1; i < list.size(); ++i) {
       const KernelStartRecord* prev = list[i - 1];
       const KernelStartRecord* cur = list[i];
-      if (cur->seq < min_seq_of(cur->comm_hash) || prev->stop_gpu_clk_ns == 0 ||
-          cur->start_gpu_clk_ns <= prev->stop_gpu_clk_ns)
+      if ((!cur->is_p2p && cur->seq < min_seq_of(cur->comm_hash)) || prev->stop_gpu_clk_ns == 0 ||
+          prev->stop_gpu_clk_ns < prev->start_gpu_clk_ns || cur->start_gpu_clk_ns <= prev->stop_gpu_clk_ns)
         continue;  // outside the window, no stop recorded, or overlapping streams
       auto it = by_rank.find({cur->comm_hash, cur->rank});
       if (it == by_rank.end()) continue;
       it->second->gap_sum_ns += cur->start_gpu_clk_ns - prev->stop_gpu_clk_ns;
+      it->second->gap_period_sum_ns += cur->start_gpu_clk_ns - prev->start_gpu_clk_ns;
       it->second->gap_samples += 1;
     }
   }

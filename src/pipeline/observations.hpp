@@ -38,6 +38,9 @@ struct GlobalCommRank {
   // own timer, so comparable across nodes. A straggler's own work shows here; a victim that
   // finished the previous collective late does not.
   uint64_t gap_sum_ns = 0;
+  // The periods of those gaps: start of the GPU's previous kernel to the start of this one.
+  // gap_sum_ns / gap_period_sum_ns is the share of its time the GPU spent on its own work.
+  uint64_t gap_period_sum_ns = 0;
   uint32_t gap_samples = 0;
 };
 

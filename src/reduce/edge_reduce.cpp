@@ -74,6 +74,12 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
     s.send_steps = saturating_add(s.send_steps, r.steps);
     s.send_ops = saturating_add(s.send_ops, 1);
     s.send_bytes = saturating_add(s.send_bytes, r.bytes);
+    s.send_wire_busy_ns = saturating_add(s.send_wire_busy_ns, r.send_wire_busy_ns);
+    s.send_wire_steps = saturating_add(s.send_wire_steps, r.wire_steps);
+    if (r.send_wait_min_ns) {
+      s.send_wait_min_sum_ns = saturating_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
+      s.send_wait_min_ops = saturating_add(s.send_wait_min_ops, 1);
+    }
   } else {
     s.phase_ns[kRecvWait] = saturating_add(s.phase_ns[kRecvWait], r.phase_ns[kRecvWait]);
     s.phase_ns[kRecvFlushWait] =
@@ -93,6 +99,10 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.recv_ops = saturating_add(into.recv_ops, s.recv_ops);
   into.send_bytes = saturating_add(into.send_bytes, s.send_bytes);
   into.recv_bytes = saturating_add(into.recv_bytes, s.recv_bytes);
+  into.send_wire_busy_ns = saturating_add(into.send_wire_busy_ns, s.send_wire_busy_ns);
+  into.send_wire_steps = saturating_add(into.send_wire_steps, s.send_wire_steps);
+  into.send_wait_min_sum_ns = saturating_add(into.send_wait_min_sum_ns, s.send_wait_min_sum_ns);
+  into.send_wait_min_ops = saturating_add(into.send_wait_min_ops, s.send_wait_min_ops);
 }
 
 inline bool window_less(const CommWindow& a, const CommWindow& b) { return a.comm_hash < b.comm_hash; }

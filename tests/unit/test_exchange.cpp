@@ -17,6 +17,7 @@ NodeSummary sample() {
   c.has_collective = true;
   c.cut_short = true;
   c.gap_sum_ns = 777;
+  c.gap_period_sum_ns = 1999;
   c.gap_samples = 7;
   s.comm_ranks = {c};
   EdgeSummary e;
@@ -45,6 +46,7 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   EXPECT_EQ(back.comm_ranks[0].comm_hash, 0xFEDCBA9876543210ull);
   EXPECT_TRUE(back.comm_ranks[0].cut_short);
   EXPECT_EQ(back.comm_ranks[0].gap_samples, 7u);
+  EXPECT_EQ(back.comm_ranks[0].gap_period_sum_ns, 1999u);
   ASSERT_EQ(back.edges.size(), 1u);
   EXPECT_EQ(back.edges[0].phase_ns[kSendWait], 99u);
   ASSERT_EQ(back.inputs.size(), 1u);

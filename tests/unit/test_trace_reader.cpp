@@ -116,6 +116,12 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   EXPECT_EQ(send->phase_ns[kSendPeerWait], 6000u);
   EXPECT_EQ(send->phase_ns[kSendWait], 40000u);
   EXPECT_EQ(send->bytes, 8192u);
+  // Wire time after the first completion (140us): step 1's SendWait, 143-163us.
+  EXPECT_EQ(send->wire_steps, 1u);
+  EXPECT_EQ(send->send_wire_busy_ns, 20000u);
+  EXPECT_EQ(send->send_wait_min_ns, 20000u);
+  EXPECT_EQ(recv->wire_steps, 0u);
+  EXPECT_EQ(recv->send_wait_min_ns, 0u);
   EXPECT_EQ(recv->peer, 2);
   EXPECT_EQ(recv->phase_ns[kRecvWait], 70000u);
   EXPECT_EQ(recv->phase_ns[kRecvFlushWait], 2000u);
@@ -128,6 +134,37 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   EXPECT_EQ(d.comm_ranks[0].newest_seq, 7u);
   ASSERT_EQ(d.kernel_starts.size(), 1u);
   EXPECT_EQ(d.kernel_starts[0].start_gpu_clk_ns, 1765223116927674080ull);
+  EXPECT_EQ(d.kernel_starts[0].is_p2p, 0u);
+}
+
+// Sends queued behind each other overlap: the wire time counts each moment once, from the
+// first completion on, so a backlog queued before it is left out.
+TEST(TraceReader, WireTimeOfQueuedSendsIsTheirUnionAfterTheFirstCompletion) {
+  std::string trace = kGoodTrace;
+  // Step 1 queued behind step 0: its SendWait starts at 125us, before step 0 completes.
+  auto move = [&](const std::string& line_start, const std::string& from, const std::string& to) {
+    size_t line = trace.find(line_start);
+    ASSERT_NE(line, std::string::npos) << line_start;
+    size_t pos = trace.find(from, line);
+    ASSERT_NE(pos, std::string::npos) << from;
+    trace.replace(pos, from.size(), to);
+  };
+  const std::string b1 = R"("ph": "b", "id": 3, "pid": 4242, "tid": 1, "ts": )";
+  const std::string e1 = R"("ph": "e", "id": 3, "pid": 4242, "tid": 1, "ts": )";
+  move(R"({"name": "SendGpuWait", "cat": "NET", )" + b1, "140.000000", "121.000000");
+  move(R"({"name": "SendGpuWait", "cat": "NET", )" + e1, "142.000000", "122.000000");
+  move(R"({"name": "SendPeerWait", "cat": "NET", )" + b1, "142.000000", "122.000000");
+  move(R"({"name": "SendPeerWait", "cat": "NET", )" + e1, "143.000000", "125.000000");
+  move(R"({"name": "SendWait", "cat": "NET", )" + b1, "143.000000", "125.000000");
+  LocalData d = read(trace.c_str());
+  const ProxyOpRecord* send = find_op(d, true);
+  ASSERT_TRUE(send);
+  EXPECT_EQ(d.inputs[0].rejected, 0u);
+  EXPECT_EQ(send->steps, 2u);
+  EXPECT_EQ(send->phase_ns[kSendWait], 20000u + 38000u);  // 120-140 and 125-163
+  EXPECT_EQ(send->wire_steps, 1u);
+  EXPECT_EQ(send->send_wire_busy_ns, 23000u);  // 140-163: one transfer after the first
+  EXPECT_EQ(send->send_wait_min_ns, 20000u);
 }
 
 // Defect 1 (2.28-2.29.2): unquoted values and "GraphCaptured":0 inside API wrappers, and
