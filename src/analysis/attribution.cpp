@@ -28,6 +28,7 @@ struct EdgeFacts {
   double anomaly[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // significant excess per step vs median
   double late_data_ns = 0;    // per step: receiver waited for data beyond the comm's low reference
   double link_excess_ns = 0;  // per step: SendWait above the communicator's reference
+  bool p2p = false;           // a connection of a communicator that runs only send/recv
   bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
   std::string verdict = "normal";
 };
@@ -75,6 +76,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   };
 
   // ---- per-step views, baselines, anomalies ------------------------------------------------
+  std::set<uint64_t> collective_comms;
+  for (const GlobalCommRank& c : obs.comm_ranks)
+    if (c.has_collective) collective_comms.insert(c.comm_hash);
   std::vector<EdgeFacts> facts(obs.edges.size());
   std::vector<EdgeView> views;
   views.reserve(obs.edges.size());
@@ -141,6 +145,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     f.view = views[i];
     f.src = process_for(e.key.comm_hash, e.key.src_rank);
     f.dst = process_for(e.key.comm_hash, e.key.dst_rank);
+    f.p2p = !collective_comms.count(e.key.comm_hash);
     if (!f.view.has_send || !f.view.has_recv) ++half_missing;
     const CommBaseline& base = baselines[e.key.comm_hash];
     for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
@@ -353,7 +358,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     inbound[{procs[facts[i].dst].host, k.comm_hash, k.channel}].push_back(i);
     outbound[{procs[facts[i].src].host, k.comm_hash, k.channel}].push_back(i);
   }
-  // Data that enters a node on a lane leaves it on the same lane. The exit is held up from
+  // Data that enters a node on a lane leaves it on the same lane (inside one collective; a
+  // send/recv receive frees its buffers whatever the node sends next, so p2p receivers are
+  // never held by their lane). The exit is held up from
   // beyond the node when its sender withholds nothing itself: its receiver gives no credit,
   // its wire is slow, or its GPU is ahead of the wire (data ready at once, SendGpuWait under
   // rel_floor of its step). Then a receiver of that lane that is slow to free buffers is
@@ -383,20 +390,20 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     if (f.slow_link) evidence[f.src].offer(f.link_excess_ns * send_steps, "network_link", f.dst);
     double flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * recv_steps : 0;
     double consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * recv_steps : 0;
-    // Withheld credit says the receiver posted its buffers late. Where its kernel gaps measure
-    // its own work, they judge that work, and a late post with its own work in order means
-    // it was elsewhere in its program (another communicator's collective, the previous
-    // send/recv, a combine waiting for a sibling input): it blames nobody. Its slow
-    // consumption or flush still counts below. Without GPU clocks the late post is the best
-    // hint left.
-    if (f.no_credit && !own_work_measured[f.dst]) {
+    // Withheld credit says the receiver posted or freed its buffers late. Its own slow
+    // consumption or flush explains that. Otherwise, where its kernel gaps measure its own
+    // work, they judge that work, and a late post with its own work in order means it was
+    // elsewhere in its program (another communicator's collective, the previous send/recv,
+    // a combine waiting for a sibling input): it blames nobody. Without GPU clocks the late
+    // post is the best hint left.
+    if (f.no_credit && (!own_work_measured[f.dst] || flush > 0 || consume > 0)) {
       // The receiver did not post buffers in time. Either its own downstream is blocked (the
       // wait passes on), or a late GPU inside its node holds it, or it is the culprit.
       double weight = f.anomaly[kSendPeerWait] * send_steps;
       holds.push_back({f.src, f.dst, weight, "no_credit"});
       const std::vector<uint32_t>& late = late_on_host[procs[f.dst].host];
       bool late_elsewhere = std::any_of(late.begin(), late.end(), [&](uint32_t x) { return x != f.dst; });
-      if (lane_backpressured(dst_lane)) {
+      if (!f.p2p && lane_backpressured(dst_lane)) {
         for (size_t o : outbound[dst_lane])
           if (facts[o].dst != f.dst) holds.push_back({f.dst, facts[o].src, weight, "backpressure"});
       } else if (late_elsewhere && flush == 0 && consume == 0) {
@@ -409,13 +416,18 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       } else {
         evidence[f.dst].offer(weight, "gpu_producer");
       }
-    } else if (!lane_backpressured(dst_lane)) {
+    } else if (f.p2p || !lane_backpressured(dst_lane)) {
       if (flush > 0) evidence[f.dst].offer(flush, "flush");
       if (consume > 0) evidence[f.dst].offer(consume, "gpu_consumer");
     }
   }
-  for (uint32_t p = 0; p < n; ++p)
-    if (kernel_late_total[p] > 0) evidence[p].offer(kernel_late_total[p], "gpu_producer");
+  for (uint32_t p = 0; p < n; ++p) {
+    if (kernel_late_total[p] <= 0) continue;
+    evidence[p].offer(kernel_late_total[p], "gpu_producer");
+    // A GPU whose own work is measurably slow also consumes and frees buffers slowly: that
+    // is one straggler, not a consumer fault.
+    if (evidence[p].culprit_class == "gpu_consumer") evidence[p].culprit_class = "gpu_producer";
+  }
   // Queue pairs (probing's nccl.net_qp): one that moves its bytes at well under the job's
   // typical wire speed is a slow wire or NIC at that process. Its peer is the far end of
   // the process's slowest outbound connection.
@@ -523,6 +535,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     }
   }
 
+  // A GPU whose own work is measurably slow (kernel gaps) is a root whatever it also waits
+  // for: waiting on others does not lengthen the work between its kernels.
+  holds.erase(std::remove_if(holds.begin(), holds.end(),
+                             [&](const WaitEdge& h) { return kernel_late_total[h.from] > 0 && have_gaps; }),
+              holds.end());
   for (uint32_t p = 0; p < n; ++p)
     if (evidence[p].ns > 0)
       out.evidence.push_back(procs[p].host + ":" + std::to_string(procs[p].pid) + " " +

@@ -51,6 +51,24 @@ struct RingBuilder {
     obs.comm_ranks[static_cast<size_t>(rank)].kernel_late_sum_ns = static_cast<int64_t>(mean_us * 1000 * samples);
     obs.comm_ranks[static_cast<size_t>(rank)].kernel_samples = samples;
   }
+  // The hop's wire: busy time per step after the first completion, and shortest SendWait.
+  void wire(int node, double busy_us, double shortest_us) {
+    EdgeSummary& e = obs.edges.at(static_cast<size_t>(node));
+    e.send_wire_steps = kSteps - 1;
+    e.send_wire_busy_ns = static_cast<uint64_t>(busy_us * 1000 * (kSteps - 1));
+    e.send_wait_min_ops = 1;
+    e.send_wait_min_sum_ns = static_cast<uint64_t>(shortest_us * 1000);
+  }
+  // Own work between kernels (KernelCh clocks), the same for every rank unless set.
+  void gaps(double mean_us, double period_us, uint32_t samples = 20) {
+    for (GlobalCommRank& c : obs.comm_ranks) gap(c.rank, mean_us, period_us, samples);
+  }
+  void gap(int rank, double mean_us, double period_us, uint32_t samples = 20) {
+    GlobalCommRank& c = obs.comm_ranks.at(static_cast<size_t>(rank));
+    c.gap_sum_ns = static_cast<uint64_t>(mean_us * 1000 * samples);
+    c.gap_period_sum_ns = static_cast<uint64_t>(period_us * 1000 * samples);
+    c.gap_samples = samples;
+  }
   void all_kernels_sampled() {
     for (int r = 0; r < ranks(); ++r)
       if (!obs.comm_ranks[static_cast<size_t>(r)].kernel_samples) kernel_late(r, (r % 3) * 2.0);
@@ -118,6 +136,93 @@ TEST(Attribution, SaturatedHealthyLinkIsNotASlowLink) {
   }
   Attribution a = attribute(ring.obs);
   for (const CulpritRow& c : a.culprits) EXPECT_NE(c.culprit_class, "network_link");
+}
+
+TEST(Attribution, SlowWireLengthensBothItsBusyTimeAndItsShortestSend) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) {
+    if (node == 1) ring.hop(node, 2, 4, 400, 450, 1.5, 2);
+    else ring.hop(node, 400, 0.2, 50, 450, 1.5, 2);
+  }
+  for (int node = 0; node < 4; ++node) ring.wire(node, node == 1 ? 380 : 42, node == 1 ? 390 : 49);
+  Attribution a = attribute(ring.obs);
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 3u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "network_link");
+  EXPECT_EQ(a.culprits[0].peer_process_id, 4);
+}
+
+TEST(Attribution, QueuedOrCreditPacedSendsOnAHealthyWireAreNoSlowLink) {
+  RingBuilder ring(4, 2);
+  for (int node = 0; node < 4; ++node) ring.hop(node, 270, 0.2, node == 1 ? 330 : 50, 335, 1.5, 2);
+  // Hop 1 carries a backlog: every recorded send queued (its shortest SendWait is long),
+  // but the wire completes one chunk per transfer time.
+  for (int node = 0; node < 4; ++node) ring.wire(node, 42, node == 1 ? 300 : 49);
+  for (const CulpritRow& c : attribute(ring.obs).culprits) EXPECT_NE(c.culprit_class, "network_link");
+  // Hop 1 paced one send at a time by credit: each busy step carries latency as well, its
+  // shortest send is a healthy one.
+  for (int node = 0; node < 4; ++node) ring.wire(node, node == 1 ? 70 : 42, 49);
+  for (const CulpritRow& c : attribute(ring.obs).culprits) EXPECT_NE(c.culprit_class, "network_link");
+}
+
+TEST(Attribution, LatePostBlamesNobodyWhenTheReceiversOwnWorkIsMeasuredAndInOrder) {
+  RingBuilder ring(4, 2);
+  // Rank 6 posts its buffers late (its sender waits for credit) but frees them promptly.
+  for (int node = 0; node < 4; ++node) {
+    if (node == 2) ring.hop(node, 2, 1600, 49, 52, 1.5, 2);
+    else ring.hop(node, 1630, 0.1, 49, 1675, 1.5, 2);
+  }
+  // Without kernel clocks the late post is the only hint: rank 6 is named.
+  Attribution blind = attribute(ring.obs);
+  ASSERT_FALSE(blind.culprits.empty());
+  EXPECT_EQ(blind.culprits[0].process_id, 6u);
+  // Every GPU's own work measured and alike: rank 6 was elsewhere, not slow.
+  ring.gaps(2000, 4000);
+  EXPECT_TRUE(attribute(ring.obs).culprits.empty());
+  // Its own work 3x longer: it is the straggler, found by its gaps.
+  ring.gap(6, 6000, 8000);
+  Attribution a = attribute(ring.obs);
+  ASSERT_FALSE(a.culprits.empty());
+  EXPECT_EQ(a.culprits[0].process_id, 6u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "gpu_producer");
+}
+
+// Four pipelines of four stages (send/recv-only communicators, one per GPU index): the
+// first and last stages make half the NCCL calls of the middle ones for the same work, so
+// their mean gap is twice as long. Only a GPU slower than the others of its stage is a
+// straggler.
+TEST(Attribution, PipelineStagesAreComparedWithinTheirRole) {
+  Observations obs;
+  const int stages = 4, pipelines = 4;
+  for (int node = 0; node < stages; ++node)
+    for (int g = 0; g < pipelines; ++g) obs.processes.push_back({"node" + std::to_string(node), 1000 + g});
+  const double jitter[16] = {1.00, 0.95, 1.06, 0.98, 1.03, 0.97, 1.05, 0.94,
+                             1.02, 0.99, 0.96, 1.04, 1.01, 0.93, 1.07, 1.00};
+  auto build = [&](int straggler) {
+    obs.comm_ranks.clear();
+    for (int node = 0; node < stages; ++node)
+      for (int g = 0; g < pipelines; ++g) {
+        const int p = node * pipelines + g;
+        GlobalCommRank c;
+        c.comm_hash = 0x1000 + static_cast<uint64_t>(g);
+        c.rank = node;
+        c.process = static_cast<uint32_t>(p);
+        c.has_collective = false;
+        const bool end_stage = node == 0 || node == stages - 1;
+        const uint32_t samples = end_stage ? 8 : 16;
+        double mean = (end_stage ? 1500.0 : 750.0) * jitter[p] * (p == straggler ? 3.0 : 1.0);
+        c.gap_samples = samples;
+        c.gap_sum_ns = static_cast<uint64_t>(mean * 1000 * samples);
+        c.gap_period_sum_ns = static_cast<uint64_t>(2.0 * mean * 1000 * samples);
+        obs.comm_ranks.push_back(c);
+      }
+    return attribute(obs);
+  };
+  EXPECT_TRUE(build(-1).culprits.empty());
+  Attribution a = build(6);  // stage 1, pipeline 2
+  ASSERT_EQ(a.culprits.size(), 1u);
+  EXPECT_EQ(a.culprits[0].process_id, 6u);
+  EXPECT_EQ(a.culprits[0].culprit_class, "gpu_producer");
 }
 
 TEST(Attribution, SlowConsumerIsTheReceiverThatWithholdsCredit) {
