@@ -2,6 +2,7 @@
 // from the physics by hand.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <string>
 
@@ -50,6 +51,13 @@ struct RingBuilder {
   void kernel_late(int rank, double mean_us, uint32_t samples = 20) {
     obs.comm_ranks[static_cast<size_t>(rank)].kernel_late_sum_ns = static_cast<int64_t>(mean_us * 1000 * samples);
     obs.comm_ranks[static_cast<size_t>(rank)].kernel_samples = samples;
+  }
+  // Every hop with the phases `others`, except node `special`'s with `phases`.
+  void hops(int special, const std::array<double, kPhaseCount>& phases, const std::array<double, kPhaseCount>& others) {
+    for (int node = 0; node < nodes; ++node) {
+      const auto& p = node == special ? phases : others;
+      hop(node, p[0], p[1], p[2], p[3], p[4], p[5]);
+    }
   }
   // The hop's wire: busy time per step after the first completion, and shortest SendWait.
   void wire(int node, double busy_us, double shortest_us) {
@@ -140,10 +148,7 @@ TEST(Attribution, SaturatedHealthyLinkIsNotASlowLink) {
 
 TEST(Attribution, SlowWireLengthensBothItsBusyTimeAndItsShortestSend) {
   RingBuilder ring(4, 2);
-  for (int node = 0; node < 4; ++node) {
-    if (node == 1) ring.hop(node, 2, 4, 400, 450, 1.5, 2);
-    else ring.hop(node, 400, 0.2, 50, 450, 1.5, 2);
-  }
+  ring.hops(1, {2, 4, 400, 450, 1.5, 2}, {400, 0.2, 50, 450, 1.5, 2});
   for (int node = 0; node < 4; ++node) ring.wire(node, node == 1 ? 380 : 42, node == 1 ? 390 : 49);
   Attribution a = attribute(ring.obs);
   ASSERT_EQ(a.culprits.size(), 1u);
@@ -168,10 +173,7 @@ TEST(Attribution, QueuedOrCreditPacedSendsOnAHealthyWireAreNoSlowLink) {
 TEST(Attribution, LatePostBlamesNobodyWhenTheReceiversOwnWorkIsMeasuredAndInOrder) {
   RingBuilder ring(4, 2);
   // Rank 6 posts its buffers late (its sender waits for credit) but frees them promptly.
-  for (int node = 0; node < 4; ++node) {
-    if (node == 2) ring.hop(node, 2, 1600, 49, 52, 1.5, 2);
-    else ring.hop(node, 1630, 0.1, 49, 1675, 1.5, 2);
-  }
+  ring.hops(2, {2, 1600, 49, 52, 1.5, 2}, {1630, 0.1, 49, 1675, 1.5, 2});
   // Without kernel clocks the late post is the only hint: rank 6 is named.
   Attribution blind = attribute(ring.obs);
   ASSERT_FALSE(blind.culprits.empty());
