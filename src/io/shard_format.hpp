@@ -164,8 +164,12 @@ struct OpRecord {
   uint32_t comm_slot;
   uint64_t fill_phase_ns[kPhases];  // the part of phase_ns from steps < kFillSteps
   uint32_t fill_steps;              // finished steps < kFillSteps (included in `steps`)
-  uint32_t reserved0;
-  uint64_t reserved1;
+  // A send's wire: its shortest step SendWait (saturated at UINT32_MAX; 0: unknown, as in
+  // shards written before these fields existed) and the time its SendWait intervals cover
+  // after the first step completed (sends complete in order on one connection, so the
+  // intervals are added as they finish). Its steps after the first carry that time.
+  uint32_t send_wait_min_ns;
+  uint64_t wire_busy_ns;
 };
 static_assert(sizeof(OpRecord) == 224);
 static_assert(sizeof(OpRecord) % 8 == 0 && sizeof(CollEntry) % 8 == 0 &&

@@ -290,6 +290,11 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
     o.rank = r.rank;
     o.peer = r.peer;
     o.channel = r.channel;
+    if ((r.flags & kOpSend) && r.send_wait_min_ns > 0) {
+      o.send_wait_min_ns = r.send_wait_min_ns;
+      o.send_wire_busy_ns = r.wire_busy_ns;
+      o.wire_steps = r.steps >= 2 ? r.steps - 1 : 0;  // every step after the first
+    }
     o.steps = steps;
     o.is_send = (r.flags & kOpSend) ? 1 : 0;
     o.is_p2p = p2p ? 1 : 0;

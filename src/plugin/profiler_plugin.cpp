@@ -108,6 +108,7 @@ struct OpState {
   uint32_t task_gen;        // its generation
   int32_t view_slot;        // step slot the in-flight view shows (its oldest open step), -1
   uint32_t open;            // open steps
+  uint64_t wire_covered_ns; // a send: latest SendWait end so far, 0 before the first
   OpRecord rec;             // what the shard shows for it (lock word unused here)
   StepState steps[kStepSlots];
 };
@@ -538,6 +539,24 @@ void refresh_inflight(OpState* op) {
   publish(&g.inflight[op->index], r);  // only this op's thread writes its entry
 }
 
+// The wire of a send: its shortest SendWait, and the time SendWait intervals cover after the
+// first completion (queued sends overlap; the intervals of one connection begin and end in
+// order, so each adds what lies beyond the latest end so far).
+void note_send_wait(OpState* op, uint64_t begin, uint64_t end) {
+  OpRecord& r = op->rec;
+  if (end <= begin) return;
+  const uint64_t wait = end - begin;
+  const uint32_t shown = wait >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(wait);
+  if (r.send_wait_min_ns == 0 || shown < r.send_wait_min_ns) r.send_wait_min_ns = shown;
+  if (op->wire_covered_ns == 0) {
+    op->wire_covered_ns = end;  // the first completion: what was queued before it is left out
+    return;
+  }
+  const uint64_t from = std::max(begin, op->wire_covered_ns);
+  if (end > from) r.wire_busy_ns += end - from;
+  op->wire_covered_ns = std::max(op->wire_covered_ns, end);
+}
+
 // Phases of a step that stopped at `stop`: each lasts from its state until the next recorded
 // state of the step, or until the step stopped.
 void finish_step(OpState* op, StepState* s, uint64_t stop) {
@@ -557,6 +576,7 @@ void finish_step(OpState* op, StepState* s, uint64_t stop) {
         r.phase_ns[p] += end - s->ts[p];
         if (s->step < kFillSteps) r.fill_phase_ns[p] += end - s->ts[p];
       }
+      if (p == 2 && (r.flags & kOpSend)) note_send_wait(op, s->ts[p], end);
     }
     ++r.steps;
     if (s->step < kFillSteps) ++r.fill_steps;
@@ -672,6 +692,7 @@ void* start_proxy_op(CommCtx* c, void* parent, int rank, const ncp_proxy_op& d) 
   op->task = UINT32_MAX;
   op->view_slot = -1;
   op->open = 0;
+  op->wire_covered_ns = 0;
   for (StepState& s : op->steps) s.active = 0;
   if (d.pid != g.pid) {
     // PXN: run for another process; its parent pointer belongs to that process.

@@ -225,6 +225,8 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_EQ(r.phase_ns[1], 500u);          // SendPeerWait: 4500 (not the retry at 4700) .. 5000
   EXPECT_EQ(r.phase_ns[2], 1000u + 100u);  // SendWait
   EXPECT_EQ(r.phase_ns[3] + r.phase_ns[4] + r.phase_ns[5], 0u);
+  EXPECT_EQ(r.send_wait_min_ns, 100u);  // step 1's SendWait
+  EXPECT_EQ(r.wire_busy_ns, 100u);      // after step 0 completed at 6000: 7000..7100
   for (int k = 0; k < 2; ++k) {
     const OpRecord& p = s.completed[1 + k];
     EXPECT_EQ(p.flags & (shard::kOpP2p | shard::kOpSend), shard::kOpP2p | shard::kOpSend);
@@ -232,6 +234,8 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
     EXPECT_EQ(p.channel, 17);
     EXPECT_EQ(p.phase_ns[0], 100u);
     EXPECT_EQ(p.phase_ns[2], 200u);
+    EXPECT_EQ(p.send_wait_min_ns, 200u);
+    EXPECT_EQ(p.wire_busy_ns, 0u);  // one step: nothing after the first completion
   }
 
   ASSERT_EQ(s.in_flight.size(), 1u);
@@ -262,6 +266,10 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_TRUE(data.comm_ranks[0].has_collective);
   ASSERT_EQ(data.ops.size(), 4u);
   EXPECT_EQ(data.ops[0].phase_ns[kSendGpuWait], 2000u);
+  EXPECT_EQ(data.ops[0].send_wait_min_ns, 100u);  // the wire reaches the analysis
+  EXPECT_EQ(data.ops[0].send_wire_busy_ns, 100u);
+  EXPECT_EQ(data.ops[0].wire_steps, 1u);
+  EXPECT_EQ(data.ops[3].send_wait_min_ns, 0u);  // a receive has none
   EXPECT_EQ(data.ops[3].phase_ns[kRecvWait], 200u);
   EXPECT_EQ(data.ops[3].end_ns, 0u);
   EXPECT_EQ(detect_format(files[0], "auto"), "shard");
@@ -747,6 +755,18 @@ TEST(ShardDiagnosis, SlowFlush) {
 
 TEST(ShardDiagnosis, SlowConsumer) {
   expect_culprit("slow_consumer", kRing + ",fault=slow_consumer:16", 16, "gpu_consumer");
+}
+
+// Pipelines through live capture: the wire of each send (its shortest SendWait and the time
+// its SendWait intervals cover) and the kernel clocks of send/recv calls reach the analysis.
+const std::string kPipeline = "topology=pipeline,nodes=4,gpus=4,channels=2,seqs=3,microbatches=4,bytes=2M";
+
+TEST(ShardDiagnosis, PipelineSlowLink) {
+  expect_culprit("pp_slow_link", kPipeline + ",fault=slow_link:4-8", 4, "network_link", 8);
+}
+
+TEST(ShardDiagnosis, PipelineSlowGpu) {
+  expect_culprit("pp_slow_gpu", kPipeline + ",fault=slow_gpu:5", 5, "gpu_producer");
 }
 
 }  // namespace
