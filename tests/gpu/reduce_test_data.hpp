@@ -52,10 +52,21 @@ inline std::vector<ProxyOpRecord> random_records(const GenOptions& o) {
       for (auto& p : r.phase_ns) p = uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX);
       r.bytes = uni(UINT64_MAX >> 1, UINT64_MAX);
       r.steps = static_cast<uint32_t>(uni(UINT32_MAX - 1000, UINT32_MAX));
+      r.send_wire_busy_ns = uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX);
+      r.wire_steps = static_cast<uint32_t>(uni(UINT32_MAX - 1000, UINT32_MAX));
+      r.send_wait_min_ns = uni(0, 1) ? uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX) : 0;
     } else {
       for (auto& p : r.phase_ns) p = uni(0, o.max_phase);
       r.bytes = uni(0, o.max_bytes);
       r.steps = static_cast<uint32_t>(uni(0, o.max_steps));
+      r.send_wire_busy_ns = uni(0, o.max_phase);
+      r.wire_steps = static_cast<uint32_t>(uni(0, o.max_steps));
+      r.send_wait_min_ns = uni(0, 1) ? uni(1, o.max_phase) : 0;  // 0: unknown (probing exports)
+    }
+    if (!r.is_send) {  // a receive has no wire of its own
+      r.send_wire_busy_ns = 0;
+      r.wire_steps = 0;
+      r.send_wait_min_ns = 0;
     }
   }
   return out;
@@ -99,6 +110,14 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
     clamp_add(r.is_send ? s.send_steps : s.recv_steps, r.steps);
     clamp_add(r.is_send ? s.send_ops : s.recv_ops, 1);
     clamp_add(r.is_send ? s.send_bytes : s.recv_bytes, r.bytes);
+    if (r.is_send) {
+      clamp_add(s.send_wire_busy_ns, r.send_wire_busy_ns);
+      clamp_add(s.send_wire_steps, r.wire_steps);
+      if (r.send_wait_min_ns) {
+        clamp_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
+        clamp_add(s.send_wait_min_ops, 1);
+      }
+    }
   }
   std::vector<EdgeSummary> out;
   out.reserve(sums.size());
