@@ -66,6 +66,20 @@ struct KernelStartRecord {
 };
 static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
 
+// How many send (or receive) calls one rank made to (from) one peer of a communicator: the
+// k-th Send of a rank to a peer meets the k-th Recv of that peer from it, so a count that
+// exceeds its partner's says the partner never posted the matching call.
+struct P2pCallCount {
+  uint64_t comm_hash = 0;
+  uint64_t calls = 0;
+  uint32_t process = 0;
+  int32_t rank = -1;
+  int32_t peer = -1;
+  uint8_t is_send = 0;
+  uint8_t pad_[3] = {0, 0, 0};
+};
+static_assert(std::is_trivially_copyable_v<P2pCallCount>);
+
 // Window of sequence numbers to keep for one communicator: collective records with
 // seq >= min_seq are kept. Communicators absent from the window list keep every record.
 // P2P records are always kept (they have no collective sequence).

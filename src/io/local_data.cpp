@@ -111,6 +111,10 @@ void LocalData::absorb(LocalData&& other) {
     kernel_starts.push_back(k);
   }
   for (InputReport& in : other.inputs) inputs.push_back(std::move(in));
+  for (P2pCallCount c : other.p2p_calls) {
+    c.process = remap[c.process];
+    p2p_calls.push_back(c);
+  }
   for (const QpStat& q : other.qp_stats)
     qp_stat(q.host, q.rank, q.device, q.qp_num, remap[q.process]).merge(q);
   other = LocalData();

@@ -92,6 +92,7 @@ class LocalData {
   std::vector<KernelStartRecord> kernel_starts;
   std::vector<InputReport> inputs;
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
+  std::vector<P2pCallCount> p2p_calls;  // per (process, comm, rank, peer, direction)
 
   // The statistics of (host, rank, device, qp_num), added on first sight.
   QpStat& qp_stat(const std::string& host, int32_t rank, int32_t device, uint32_t qp_num,

@@ -233,6 +233,19 @@ class TraceParser {
       report_.reject("file ends before its closing line (truncated)");
       for (const auto& [comm_hash, rank] : file_ranks_) data_.mark_cut_short(comm_hash, rank);
     }
+    if (process_known_)
+      for (const auto& [key, calls] : p2p_ordinal_) {
+        const auto& [comm_hash, rank, peer, send] = key;
+        if (peer < 0 || peer > INT32_MAX) continue;
+        P2pCallCount c;
+        c.comm_hash = comm_hash;
+        c.calls = calls;
+        c.process = process_;
+        c.rank = rank;
+        c.peer = static_cast<int32_t>(peer);
+        c.is_send = send ? 1 : 0;
+        data_.p2p_calls.push_back(c);
+      }
     flush_reasons();
     report_.layout = events_ > 0 ? layout_.name() : "unknown";
     if (events_ == 0 && report_.error.empty()) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "reduce/edge_reduce.hpp"
 
@@ -56,9 +57,9 @@ struct WireInput {
 
 struct WireHeader {
   uint64_t magic;
-  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps;
+  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c32ull;  // "nccl cul2"
+constexpr uint64_t kMagic = 0x6e63636c63756c33ull;  // "nccl cul3"
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {
@@ -80,7 +81,7 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
 
 std::vector<char> pack_node_summary(const NodeSummary& s) {
   WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size(),
-               s.qps.size()};
+               s.qps.size(), s.p2p_calls.size()};
   std::vector<char> out;
   append(out, &h, 1);
   std::vector<WireProcess> procs(s.processes.size());
@@ -120,6 +121,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   }
   append(out, inputs.data(), inputs.size());
   append(out, s.qps.data(), s.qps.size());  // QpObservation is plain data
+  append(out, s.p2p_calls.data(), s.p2p_calls.size());  // so is P2pCallCount
   return out;
 }
 
@@ -165,6 +167,9 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
   s.qps = take<QpObservation>(bytes, at, header[0].n_qps);
   for (const QpObservation& q : s.qps)
     if (q.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad QP process index");
+  s.p2p_calls = take<P2pCallCount>(bytes, at, header[0].n_p2p_calls);
+  for (const P2pCallCount& c : s.p2p_calls)
+    if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad p2p process index");
   return s;
 }
 
@@ -178,6 +183,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
 
   std::map<std::pair<std::string, int64_t>, uint32_t> process_index;
   std::map<std::pair<uint64_t, int32_t>, size_t> rank_index;
+  std::map<std::tuple<uint64_t, int32_t, int32_t, uint8_t>, size_t> p2p_index;
   std::vector<EdgeSummary> all_edges;
   for (const std::vector<char>& blob : blobs) {
     NodeSummary node = unpack_node_summary(blob);
@@ -219,6 +225,14 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
     for (QpObservation q : node.qps) {
       q.process = remap[q.process];
       observations->qps.push_back(q);
+    }
+    for (P2pCallCount c : node.p2p_calls) {
+      c.process = remap[c.process];
+      // The same rank reported twice (copied files): keep the larger count.
+      auto key = std::make_tuple(c.comm_hash, c.rank, c.peer, c.is_send);
+      auto [it, added] = p2p_index.emplace(key, observations->p2p_calls.size());
+      if (added) observations->p2p_calls.push_back(c);
+      else observations->p2p_calls[it->second].calls = std::max(observations->p2p_calls[it->second].calls, c.calls);
     }
     for (InputReport& in : node.inputs) inputs->push_back(std::move(in));
   }

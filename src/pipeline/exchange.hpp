@@ -16,6 +16,7 @@ struct NodeSummary {
   std::vector<EdgeSummary> edges;
   std::vector<InputReport> inputs;         // reasons reduced to the most frequent ones
   std::vector<QpObservation> qps;          // process = index into this node's processes
+  std::vector<P2pCallCount> p2p_calls;     // process = index into this node's processes
 };
 
 std::vector<char> pack_node_summary(const NodeSummary& summary);

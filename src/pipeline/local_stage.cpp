@@ -119,6 +119,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   result.reduce_path = reduced.path_used;
   result.reduce_note = reduced.note;
   s.inputs = data.inputs;
+  s.p2p_calls = data.p2p_calls;
   for (const QpStat& q : data.qp_stats)
     s.qps.push_back({q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns});
   return result;

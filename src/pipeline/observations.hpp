@@ -61,6 +61,7 @@ struct Observations {
   std::vector<QpObservation> qps;
   std::vector<GlobalCommRank> comm_ranks;
   std::vector<EdgeSummary> edges;  // sorted by key, halves merged
+  std::vector<P2pCallCount> p2p_calls;  // one per (comm, rank, peer, direction)
   int seq_window = 20;
 };
 

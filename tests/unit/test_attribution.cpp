@@ -227,6 +227,67 @@ TEST(Attribution, PipelineStagesAreComparedWithinTheirRole) {
   EXPECT_EQ(a.culprits[0].culprit_class, "gpu_producer");
 }
 
+// A pipeline of four stages (one send/recv communicator, rank = stage) whose stage 2
+// stopped: stage 1 posted a Send to it and stage 3 a Recv from it that it never matched;
+// stage 0's Send waits for stage 1, stuck behind. With a world collective after every
+// iteration, all four lag there; only the stage that waits for nobody stopped.
+TEST(Attribution, StoppedPipelineStageIsTheOneItsPartnersWaitForThatWaitsForNobody) {
+  constexpr uint64_t kPp = 0x77;
+  auto build = [&](bool with_world) {
+    Observations obs;
+    for (int s = 0; s < 4; ++s) {
+      obs.processes.push_back({"node" + std::to_string(s), 2000 + s});
+      GlobalCommRank pp;
+      pp.comm_hash = kPp;
+      pp.rank = s;
+      pp.process = static_cast<uint32_t>(s);
+      obs.comm_ranks.push_back(pp);
+      if (with_world) {
+        // Another pipeline (processes 4..7) reached collective 5 and waits there for these.
+        for (int lane = 0; lane < 2; ++lane) {
+          GlobalCommRank w;
+          w.comm_hash = kComm;
+          w.rank = s * 2 + lane;
+          w.process = static_cast<uint32_t>(lane == 0 ? s : 4 + s);
+          w.has_collective = true;
+          w.newest_seq = lane == 0 ? 4 : 5;
+          obs.comm_ranks.push_back(w);
+        }
+      }
+    }
+    if (with_world)
+      for (int s = 0; s < 4; ++s) obs.processes.push_back({"node" + std::to_string(s), 3000 + s});
+    auto calls = [&](int rank, int peer, bool send, uint64_t n) {
+      P2pCallCount c;
+      c.comm_hash = kPp;
+      c.rank = rank;
+      c.peer = peer;
+      c.is_send = send ? 1 : 0;
+      c.calls = n;
+      c.process = static_cast<uint32_t>(rank);
+      obs.p2p_calls.push_back(c);
+    };
+    calls(0, 1, true, 18);  // stage 0 -> 1: one Send stage 1 has not received yet
+    calls(1, 0, false, 17);
+    calls(1, 2, true, 17);  // stage 1 -> 2: stage 2 never posted the 17th Recv
+    calls(2, 1, false, 16);
+    calls(2, 3, true, 16);  // stage 2 -> 3: stage 3 waits for a 17th Send
+    calls(3, 2, false, 17);
+    calls(3, 2, true, 16);  // backward: matched
+    calls(2, 3, false, 16);
+    calls(2, 1, true, 16);
+    calls(1, 2, false, 16);
+    return attribute(obs);
+  };
+  for (bool with_world : {false, true}) {
+    SCOPED_TRACE(with_world ? "pipeline + world" : "pipeline only");
+    Attribution a = build(with_world);
+    ASSERT_EQ(a.culprits.size(), 1u);
+    EXPECT_EQ(a.culprits[0].process_id, 2u);
+    EXPECT_EQ(a.culprits[0].culprit_class, "hang");
+  }
+}
+
 TEST(Attribution, SlowConsumerIsTheReceiverThatWithholdsCredit) {
   RingBuilder ring(4, 2);
   for (int node = 0; node < 4; ++node) {

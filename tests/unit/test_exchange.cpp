@@ -35,6 +35,14 @@ NodeSummary sample() {
   in.reject_reasons["malformed line"] = 2;
   s.inputs = {in};
   s.qps = {{1, 0, 77, 10, 4096, 12345}};
+  P2pCallCount p;
+  p.comm_hash = 0x8000000000000001ull;
+  p.calls = 17;
+  p.process = 1;
+  p.rank = 1;
+  p.peer = 2;
+  p.is_send = 1;
+  s.p2p_calls = {p};
   return s;
 }
 
@@ -55,6 +63,11 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   ASSERT_EQ(back.qps.size(), 1u);
   EXPECT_EQ(back.qps[0].qp_num, 77u);
   EXPECT_EQ(back.qps[0].sum_ns, 12345u);
+  ASSERT_EQ(back.p2p_calls.size(), 1u);
+  EXPECT_EQ(back.p2p_calls[0].comm_hash, 0x8000000000000001ull);
+  EXPECT_EQ(back.p2p_calls[0].calls, 17u);
+  EXPECT_EQ(back.p2p_calls[0].peer, 2);
+  EXPECT_EQ(back.p2p_calls[0].is_send, 1u);
 }
 
 TEST(Exchange, CorruptBlobIsAnErrorNotACrash) {
@@ -65,13 +78,15 @@ TEST(Exchange, CorruptBlobIsAnErrorNotACrash) {
   EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
 }
 
-TEST(Exchange, SerialGatherRemapsProcessesOfQueuePairs) {
+TEST(Exchange, SerialGatherRemapsProcessesOfQueuePairsAndP2pCalls) {
   auto comm = make_serial_communicator();
   Observations obs;
   std::vector<InputReport> inputs;
   gather_observations(*comm, sample(), 20, &obs, &inputs);
   ASSERT_EQ(obs.qps.size(), 1u);
   EXPECT_EQ(obs.processes[obs.qps[0].process].host, "nodeB");
+  ASSERT_EQ(obs.p2p_calls.size(), 1u);
+  EXPECT_EQ(obs.processes[obs.p2p_calls[0].process].host, "nodeB");
   EXPECT_EQ(inputs.size(), 1u);
   EXPECT_EQ(obs.edges.size(), 1u);
 }

@@ -347,7 +347,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "topology=ring,nodes=4,gpus=2,channels=2,seqs=12,fault=hang:5",
                       "topology=ring,nodes=4,gpus=2,channels=2,seqs=12,fault=none",
                       "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,fault=slow_consumer:3",
-                      "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,fault=none"));
+                      "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,fault=none",
+                      "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,fault=hang:5",
+                      "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,comms=pp+world,fault=hang:2"));
 
 // Known gaps of the older layouts (disabled; run with --gtest_also_run_disabled_tests):
 // - world+dp slow_gpu: 2.27 finds the straggler through the KernelCh GPU clocks
