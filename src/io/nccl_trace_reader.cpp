@@ -233,7 +233,9 @@ class TraceParser {
       report_.reject("file ends before its closing line (truncated)");
       for (const auto& [comm_hash, rank] : file_ranks_) data_.mark_cut_short(comm_hash, rank);
     }
-    if (process_known_)
+    // The send/recv calls made, per communicator, rank, peer and direction; a truncated
+    // file says nothing about how many calls its process made.
+    if (process_known_ && !report_.truncated)
       for (const auto& [key, calls] : p2p_ordinal_) {
         const auto& [comm_hash, rank, peer, send] = key;
         if (peer < 0 || peer > INT32_MAX) continue;
