@@ -248,15 +248,19 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     // A GPU without at least two others in its role (a single pipeline) is judged by the share
     // of its time it spends on its own work, against every GPU's share: the stages of a
     // balanced pipeline have about the same share, a straggler's is larger.
-    std::vector<uint32_t> alone;
+    std::vector<bool> alone(n, false);
+    bool any_alone = false;
     for (const auto& [key, members] : peers_by_role)
-      if (members.size() < 3 && peers_by_role.size() > 1) alone.insert(alone.end(), members.begin(), members.end());
+      if (members.size() < 3 && peers_by_role.size() > 1)
+        for (uint32_t p : members) any_alone = alone[p] = true;
     have_gaps = false;
     // GPUs differ a little in speed; a straggler's own work is clearly larger than its peers'
     // (gap_rel_floor more), not a few percent. Not scaled by the collective's length: another
     // fault that slows the collectives must not hide a straggler.
-    // small_reference: what a few values are compared with (NaN: the median of the others).
-    auto judge = [&](const std::vector<uint32_t>& members, auto&& measure, auto&& to_ns, double small_reference) {
+    // small_reference: what a few values are compared with (NaN: the median of the others);
+    // judged(p): whether p takes this verdict (all members are the baseline).
+    auto judge = [&](const std::vector<uint32_t>& members, auto&& measure, auto&& to_ns, double small_reference,
+                     auto&& judged) {
       std::vector<double> values;
       for (uint32_t p : members) values.push_back(measure(p));
       Robust base = robust_of(values);
@@ -266,6 +270,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       double spread = small ? 0.0 : cfg.mad_k * base.sigma;
       for (size_t i = 0; i < members.size(); ++i) {
         const uint32_t p = members[i];
+        if (!judged(p)) continue;
         // A few GPUs: compared with the median of the others (the quickest alone would make
         // ordinary speed differences look like stragglers).
         double reference = base.median;
@@ -288,28 +293,31 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     std::vector<double> role_mean(n, 0.0);
     std::vector<uint32_t> with_peers;
     for (const auto& [key, members] : peers_by_role) {
-      if (members.size() < 3 && peers_by_role.size() > 1) continue;
-      for (uint32_t p : members) {
-        std::vector<double> others;
-        for (uint32_t q : members)
-          if (q != p) others.push_back(gap_sum[q] / gap_count[q]);
-        role_mean[p] = robust_of(others).median;
+      if (members.size() < 2 || (members.size() < 3 && peers_by_role.size() > 1)) continue;
+      // The median of the others: sort once, then skip the member's own place.
+      std::vector<std::pair<double, uint32_t>> sorted;
+      for (uint32_t p : members) sorted.emplace_back(gap_sum[p] / gap_count[p], p);
+      std::sort(sorted.begin(), sorted.end());
+      const size_t m = sorted.size() - 1;  // values left without the member
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        auto other = [&](size_t k) { return sorted[k < i ? k : k + 1].first; };
+        const uint32_t p = sorted[i].second;
+        role_mean[p] = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
         if (role_mean[p] > 0) with_peers.push_back(p);
       }
     }
     auto relative_gap = [&](uint32_t p) { return gap_sum[p] / gap_count[p] / role_mean[p]; };
     auto relative_gap_ns = [&](uint32_t p, double excess) { return excess * role_mean[p] * gap_count[p]; };
-    judge(with_peers, relative_gap, relative_gap_ns, 1.0);  // 1: as fast as its role peers
-    if (!alone.empty()) {
+    auto everyone_judged = [](uint32_t) { return true; };
+    judge(with_peers, relative_gap, relative_gap_ns, 1.0, everyone_judged);  // 1: as fast as its role peers
+    if (any_alone) {
       std::vector<uint32_t> everyone;
       for (const auto& [key, members] : peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
       auto share = [&](uint32_t p) { return gap_sum[p] / period_sum[p]; };
       auto share_ns = [&](uint32_t p, double excess) { return excess * period_sum[p]; };
-      std::vector<double> saved = kernel_late_total;
-      judge(everyone, share, share_ns, std::numeric_limits<double>::quiet_NaN());
-      // Only the GPUs without role peers take this verdict; the others keep their own.
-      for (uint32_t p = 0; p < n; ++p)
-        if (std::find(alone.begin(), alone.end(), p) == alone.end()) kernel_late_total[p] = saved[p];
+      // Every GPU's share is the baseline; only the GPUs without role peers take this verdict.
+      judge(everyone, share, share_ns, std::numeric_limits<double>::quiet_NaN(),
+            [&](uint32_t p) { return static_cast<bool>(alone[p]); });
     }
     if (!have_gaps) {
       // Fallback (no StopGpuClk): kernel start against the GPU's node peers.
