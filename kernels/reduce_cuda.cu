@@ -118,7 +118,7 @@ __global__ void make_keys(const ProxyOpRecord* __restrict__ records, uint32_t n,
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const ProxyOpRecord& r = records[i];
     bool keep = true;
-    if (!r.is_p2p) {
+    if (!r.is_p2p && !r.seq_unknown) {  // as record_in_window on the CPU
       uint32_t lo = 0, hi = n_windows;  // lower_bound on comm_hash
       while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;

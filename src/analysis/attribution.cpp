@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "analysis/inflight_hang.hpp"
 #include "analysis/wait_graph.hpp"
 
 namespace culprit {
@@ -70,7 +72,10 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     if (it != process_of_rank.end()) return it->second;
     // A rank that appears only as somebody's peer: its node sent no data.
     auto id = static_cast<uint32_t>(procs.size());
-    procs.push_back({"(no data)", -1 - placeholders++});
+    char hash[24];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(comm));
+    procs.push_back({"(no data)", -1, -1, "comm " + std::string(hash).substr(0, 8) + " rank " + std::to_string(rank)});
+    ++placeholders;
     process_of_rank[{comm, rank}] = id;
     return id;
   };
@@ -138,7 +143,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     double excess = value - others;
     return excess > std::max(cfg.rel_floor * scale, cfg.abs_floor_ns) ? excess : 0.0;
   };
-  size_t half_missing = 0;
+  size_t half_missing = 0, half_missing_with_data = 0;
+  std::set<uint32_t> processes_with_records;
+  for (const GlobalCommRank& c : obs.comm_ranks) processes_with_records.insert(c.process);
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeSummary& e = obs.edges[i];
     EdgeFacts& f = facts[i];
@@ -146,7 +153,13 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     f.src = process_for(e.key.comm_hash, e.key.src_rank);
     f.dst = process_for(e.key.comm_hash, e.key.dst_rank);
     f.p2p = !collective_comms.count(e.key.comm_hash);
-    if (!f.view.has_send || !f.view.has_recv) ++half_missing;
+    if (!f.view.has_send || !f.view.has_recv) {
+      ++half_missing;
+      // The end whose half is missing may still be in the input (it recorded other
+      // connections): then that end recorded nothing for this one, its node is not missing.
+      uint32_t silent_end = f.view.has_send ? f.dst : f.src;
+      if (processes_with_records.count(silent_end)) ++half_missing_with_data;
+    }
     const CommBaseline& base = baselines[e.key.comm_hash];
     for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
       bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
@@ -198,9 +211,18 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     else if (f.no_credit) f.verdict = "no_credit";
     else if (f.late_data_ns > 0) f.verdict = "late_data";
   }
-  if (half_missing)
-    out.notes.push_back(std::to_string(half_missing) +
-                        " connection(s) seen from one end only (the other node sent no data)");
+  if (half_missing_with_data)
+    out.notes.push_back(std::to_string(half_missing_with_data) +
+                        " connection(s) recorded by one end only: the other end is in the input but "
+                        "has no records of them (judged from the end that has)");
+  if (half_missing > half_missing_with_data)
+    out.notes.push_back(std::to_string(half_missing - half_missing_with_data) +
+                        " connection(s) seen from one end only: the other end has no data at all");
+  // Watchdog snapshots may name ranks known only as peers: judged before the process
+  // table is final.
+  InflightVerdict in_flight = judge_inflight(obs, process_for);
+  out.notes.insert(out.notes.end(), in_flight.notes.begin(), in_flight.notes.end());
+  out.ranks_without_data = static_cast<size_t>(placeholders);
 
   const size_t n = procs.size();
 
@@ -469,7 +491,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   {
     std::map<uint64_t, std::pair<uint64_t, uint64_t>> seq_range;  // comm -> (min, max)
     for (const GlobalCommRank& c : obs.comm_ranks) {
-      if (!c.has_collective || c.cut_short) continue;
+      if (!c.has_collective || c.seq_unknown || c.cut_short) continue;
       auto [it, added] = seq_range.emplace(c.comm_hash, std::make_pair(c.newest_seq, c.newest_seq));
       it->second.first = std::min(it->second.first, c.newest_seq);
       it->second.second = std::max(it->second.second, c.newest_seq);
@@ -479,7 +501,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     std::set<uint32_t> laggards, blocked;
     for (const GlobalCommRank& c : obs.comm_ranks) {
       auto it = seq_range.find(c.comm_hash);
-      if (it == seq_range.end() || !c.has_collective || c.cut_short) continue;
+      if (it == seq_range.end() || !c.has_collective || c.seq_unknown || c.cut_short) continue;
       auto [lowest, newest] = it->second;
       if (lowest == newest) continue;
       if (c.newest_seq == lowest) laggards.insert(c.process);
@@ -514,6 +536,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     for (uint32_t p : waited_on)
       if (!blocked.count(p) && !in_collectives.count(p)) hung.insert(p);
   }
+  // A snapshot of operations still alive refines the sequence laggards: a member that never
+  // entered the collective its peers are stuck in stopped; one alive inside any operation
+  // is blocked there.
+  hung.insert(in_flight.stopped.begin(), in_flight.stopped.end());
+  std::erase_if(hung, [&](uint32_t p) { return in_flight.in_flight.count(p) > 0; });
   for (uint32_t p : hung) {
     evidence[p].ns = 0;  // whatever else it shows, stopping is what everyone waits for
     evidence[p].offer(std::numeric_limits<double>::max() / 4, "hang");
@@ -613,6 +640,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       }
     }
   }
+  flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());
   GraphVerdict g = attribute_to_roots(n, flow, roots);
 
   // What each process waited: its measured RecvWait, SendGpuWait and SendPeerWait.
@@ -631,6 +659,8 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     row.process_id = p;
     row.host = procs[p].host;
     row.pid = procs[p].pid;
+    row.rank = procs[p].rank;
+    row.label = procs[p].label;
     row.wait_ns = static_cast<uint64_t>(g.wait_ns[p]);
   }
   std::map<uint32_t, double> blame;

@@ -17,6 +17,9 @@ struct Attribution {
   std::vector<CulpritRow> culprits;  // most blame first
   std::vector<ChainRow> chains;
   std::vector<std::string> notes;    // e.g. connections with a missing half
+  // Communicator ranks that appear only as somebody's peer: no input holds a record of
+  // theirs, so their node's data is missing (the results are then partial).
+  size_t ranks_without_data = 0;
   std::vector<std::string> evidence; // one line per process with self evidence (diagnostics)
 };
 

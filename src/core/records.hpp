@@ -47,7 +47,10 @@ struct ProxyOpRecord {
   uint32_t wire_steps = 0;     // steps in send_wire_busy_ns
   uint8_t is_send = 0;
   uint8_t is_p2p = 0;
-  uint8_t pad_[6] = {0, 0, 0, 0, 0, 0};
+  // The collective's sequence number is unknown (probing exports leave unsigned cells
+  // blank): the record is kept whatever the sequence window, as p2p records are.
+  uint8_t seq_unknown = 0;
+  uint8_t pad_[5] = {0, 0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
@@ -79,6 +82,26 @@ struct P2pCallCount {
   uint8_t pad_[3] = {0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<P2pCallCount>);
+
+// An operation still alive when a watchdog took its snapshot (probing's nccl.inflight_ops,
+// FORMATS.md §3): which rank is still inside which sequence, and for how long. Several
+// snapshots of one operation are kept as one record with the largest age.
+enum class InflightKind : uint8_t { kCollective = 0, kP2p = 1, kProxyOp = 2 };
+
+struct InflightRecord {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;           // collective sequence; meaningless when seq_unknown
+  uint64_t age_ns = 0;        // how long it had been alive at the newest snapshot
+  uint32_t process = 0;       // index into the reading node's (or rank 0's) process table
+  int32_t rank = -1;          // communicator rank of the recording process
+  int32_t peer = -1;          // communicator rank of the remote end, -1 unknown
+  int32_t channel = -1;       // proxy ops only
+  InflightKind kind = InflightKind::kCollective;
+  int8_t is_send = -1;        // proxy ops: 1 send, 0 receive; -1 unknown
+  uint8_t seq_unknown = 0;
+  uint8_t pad_[5] = {0, 0, 0, 0, 0};
+};
+static_assert(std::is_trivially_copyable_v<InflightRecord>);
 
 // Window of sequence numbers to keep for one communicator: collective records with
 // seq >= min_seq are kept. Communicators absent from the window list keep every record.

@@ -12,7 +12,9 @@ namespace culprit {
 struct ProcessRow {
   uint32_t process_id = 0;          // row index
   std::string host;                 // <= 63 chars in the file
-  int64_t pid = 0;
+  int64_t pid = -1;                 // -1 when no input names it
+  int64_t rank = -1;                // global rank when an input names it, else -1
+  std::string label;                // what names it when pid and rank are unknown (<= 31 chars)
   std::string role = "healthy";     // culprit | victim | healthy
   std::string culprit_class = "none";  // gpu_producer | gpu_consumer | network_link | flush | hang | none
   int64_t attributed_root = -1;     // process_id of its root, -1 if none

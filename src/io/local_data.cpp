@@ -5,20 +5,26 @@
 
 namespace culprit {
 
-uint32_t LocalData::process_index(const std::string& host, int64_t pid) {
+uint32_t LocalData::process_index(const std::string& host, int64_t pid, int64_t rank,
+                                  const std::string& label) {
   std::string key = host;
   key.push_back('\0');
   key += std::to_string(pid);
+  key.push_back('\0');
+  key += std::to_string(rank);
+  key.push_back('\0');
+  key += label;
   auto it = process_lookup_.find(key);
   if (it != process_lookup_.end()) return it->second;
   auto index = static_cast<uint32_t>(processes.size());
-  processes.push_back({host, pid});
+  processes.push_back({host, pid, rank, label});
   process_lookup_.emplace(std::move(key), index);
   return index;
 }
 
 void LocalData::note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t process,
-                               bool is_collective, uint64_t seq) {
+                               bool is_collective, uint64_t seq, bool seq_known) {
+  const bool with_seq = is_collective && seq_known;
   size_t index = last_comm_rank_;
   if (index >= comm_ranks.size() || comm_ranks[index].comm_hash != comm_hash ||
       comm_ranks[index].rank != rank) {
@@ -27,17 +33,25 @@ void LocalData::note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t proces
     if (it == comm_rank_lookup_.end()) {
       last_comm_rank_ = comm_ranks.size();
       comm_rank_lookup_.emplace(key, comm_ranks.size());
-      comm_ranks.push_back({comm_hash, rank, process, is_collective ? seq : 0, is_collective});
+      CommRankSeen seen;
+      seen.comm_hash = comm_hash;
+      seen.rank = rank;
+      seen.process = process;
+      seen.newest_seq = with_seq ? seq : 0;
+      seen.has_collective = is_collective;
+      seen.has_seq = with_seq;
+      comm_ranks.push_back(seen);
       return;
     }
     index = it->second;
     last_comm_rank_ = index;
   }
   CommRankSeen& seen = comm_ranks[index];
-  if (is_collective) {
-    seen.newest_seq = seen.has_collective ? std::max(seen.newest_seq, seq) : seq;
-    seen.has_collective = true;
+  if (with_seq) {
+    seen.newest_seq = seen.has_seq ? std::max(seen.newest_seq, seq) : seq;
+    seen.has_seq = true;
   }
+  seen.has_collective = seen.has_collective || is_collective;
 }
 
 void LocalData::mark_cut_short(uint64_t comm_hash, int32_t rank) {
@@ -95,10 +109,11 @@ QpStat& LocalData::qp_stat(const std::string& host, int32_t rank, int32_t device
 void LocalData::absorb(LocalData&& other) {
   std::vector<uint32_t> remap(other.processes.size());
   for (size_t i = 0; i < other.processes.size(); ++i)
-    remap[i] = process_index(other.processes[i].host, other.processes[i].pid);
+    remap[i] = process_index(other.processes[i]);
   for (const CommRankSeen& c : other.comm_ranks) {
     note_comm_rank(c.comm_hash, c.rank, remap[c.process], false, 0);
-    if (c.has_collective) note_comm_rank(c.comm_hash, c.rank, remap[c.process], true, c.newest_seq);
+    if (c.has_collective)
+      note_comm_rank(c.comm_hash, c.rank, remap[c.process], true, c.newest_seq, c.has_seq);
     if (c.cut_short) mark_cut_short(c.comm_hash, c.rank);
   }
   ops.reserve(ops.size() + other.ops.size());
@@ -114,6 +129,10 @@ void LocalData::absorb(LocalData&& other) {
   for (P2pCallCount c : other.p2p_calls) {
     c.process = remap[c.process];
     p2p_calls.push_back(c);
+  }
+  for (InflightRecord f : other.inflight) {
+    f.process = remap[f.process];
+    inflight.push_back(f);
   }
   for (const QpStat& q : other.qp_stats)
     qp_stat(q.host, q.rank, q.device, q.qp_num, remap[q.process]).merge(q);

@@ -14,9 +14,14 @@
 
 namespace culprit {
 
+// A GPU process as the inputs name it. Not every input names a pid: probing exports name a
+// global rank (`_rank`) or only the parallel ranks of the process (tp/pp/dp), Flight
+// Recorder dumps only the global rank. Identity is the whole tuple.
 struct LocalProcess {
   std::string host;
-  int64_t pid = 0;
+  int64_t pid = -1;      // -1: no input names it
+  int64_t rank = -1;     // global rank, -1: no input names it
+  std::string label;     // what else names it when pid and rank are unknown (e.g. "tp=1,pp=0,dp=2")
 };
 
 // (communicator, rank) -> local process, with the newest collective sequence it recorded.
@@ -26,6 +31,7 @@ struct CommRankSeen {
   uint32_t process = 0;
   uint64_t newest_seq = 0;
   bool has_collective = false;
+  bool has_seq = false;        // newest_seq is known (probing exports may leave seq blank)
   bool cut_short = false;      // its trace ended inside a collective (truncated file)
 };
 
@@ -42,6 +48,9 @@ struct InputReport {
   std::map<std::string, uint64_t> reject_reasons;
   std::string error;               // non-empty: the file as a whole could not be used
   bool truncated = false;          // the file was cut short: part of it is lost
+  // One line each: what the reader had to assume about this file (a blank column, an
+  // unnamed communicator, a clock taken from another table). Shown in the report's notes.
+  std::vector<std::string> notes;
 
   void reject(const std::string& reason, uint64_t n = 1) {
     rejected += n;
@@ -80,10 +89,14 @@ struct QpStat {
 
 class LocalData {
  public:
-  // Index of (host, pid) in the process table, added on first sight.
-  uint32_t process_index(const std::string& host, int64_t pid);
+  // Index of (host, pid, rank, label) in the process table, added on first sight.
+  uint32_t process_index(const std::string& host, int64_t pid, int64_t rank = -1,
+                         const std::string& label = std::string());
+  uint32_t process_index(const LocalProcess& p) { return process_index(p.host, p.pid, p.rank, p.label); }
+  // A record of (communicator, rank) by `process`. For a collective, `seq` is its sequence
+  // number unless `seq_known` is false (the rank is then a member with no known position).
   void note_comm_rank(uint64_t comm_hash, int32_t rank, uint32_t process,
-                      bool is_collective, uint64_t seq);
+                      bool is_collective, uint64_t seq, bool seq_known = true);
   void mark_cut_short(uint64_t comm_hash, int32_t rank);
 
   std::vector<LocalProcess> processes;
@@ -93,6 +106,7 @@ class LocalData {
   std::vector<InputReport> inputs;
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
   std::vector<P2pCallCount> p2p_calls;  // per (process, comm, rank, peer, direction)
+  std::vector<InflightRecord> inflight;  // probing nccl.inflight_ops: ops alive at a snapshot
 
   // The statistics of (host, rank, device, qp_num), added on first sight.
   QpStat& qp_stat(const std::string& host, int32_t rank, int32_t device, uint32_t qp_num,

@@ -20,11 +20,17 @@ static_assert(std::is_standard_layout_v<InputRec> && std::is_trivially_copyable_
   Field { #member, Kind::kind, offsetof(Rec, member), 0 }
 #define CULPRIT_STR_FIELD(Rec, member) \
   Field { #member, Kind::Str, offsetof(Rec, member), sizeof(Rec::member) }
+#define CULPRIT_OPTIONAL_FIELD(Rec, member, kind) \
+  Field { #member, Kind::kind, offsetof(Rec, member), 0, true }
+#define CULPRIT_OPTIONAL_STR_FIELD(Rec, member) \
+  Field { #member, Kind::Str, offsetof(Rec, member), sizeof(Rec::member), true }
 
 constexpr std::array kProcessFields{
     CULPRIT_FIELD(ProcessRec, process_id, U32),
     CULPRIT_STR_FIELD(ProcessRec, host),
     CULPRIT_FIELD(ProcessRec, pid, I64),
+    CULPRIT_OPTIONAL_FIELD(ProcessRec, rank, I64),
+    CULPRIT_OPTIONAL_STR_FIELD(ProcessRec, label),
     CULPRIT_STR_FIELD(ProcessRec, role),
     CULPRIT_STR_FIELD(ProcessRec, culprit_class),
     CULPRIT_FIELD(ProcessRec, attributed_root, I64),
@@ -206,6 +212,8 @@ ProcessRec to_record(const ProcessRow& row) {
   rec.process_id = row.process_id;
   CULPRIT_PUT(rec, row, host);
   rec.pid = row.pid;
+  rec.rank = row.rank;
+  CULPRIT_PUT(rec, row, label);
   CULPRIT_PUT(rec, row, role);
   CULPRIT_PUT(rec, row, culprit_class);
   rec.attributed_root = row.attributed_root;
@@ -221,6 +229,8 @@ ProcessRow from_record(const ProcessRec& rec) {
   row.process_id = rec.process_id;
   row.host = CULPRIT_GET(rec, host);
   row.pid = rec.pid;
+  row.rank = rec.rank;
+  row.label = CULPRIT_GET(rec, label);
   row.role = CULPRIT_GET(rec, role);
   row.culprit_class = CULPRIT_GET(rec, culprit_class);
   row.attributed_root = rec.attributed_root;

@@ -27,6 +27,7 @@ namespace culprit::h5 {
 
 inline constexpr std::size_t kStr16 = 16;
 inline constexpr std::size_t kStr24 = 24;
+inline constexpr std::size_t kStr32 = 32;
 inline constexpr std::size_t kStr64 = 64;
 inline constexpr std::size_t kStr256 = 256;
 
@@ -37,6 +38,7 @@ struct Field {
   Kind kind;
   std::size_t offset;    // offset in the POD record (memory layout)
   std::size_t str_size;  // fixed length for Kind::Str, else 0
+  bool optional = false; // files of earlier versions lack it: read as the record's default
 };
 
 enum class Layout { Memory, File };
@@ -47,6 +49,8 @@ struct ProcessRec {
   uint32_t process_id;
   char host[kStr64];
   int64_t pid;
+  int64_t rank;
+  char label[kStr32];
   char role[kStr16];
   char culprit_class[kStr24];
   int64_t attributed_root;

@@ -79,10 +79,15 @@ class Processes {
     return it == by_id_.end() ? nullptr : &results_.processes[it->second];
   }
 
-  // "node001:pid 4702", or "process 7" when the process table lacks it.
+  // "node001:pid 4702"; "node001 rank 5" or "node001 tp=1,pp=0,dp=2" when no input names
+  // a pid (never an invented one); "process 7" when the process table lacks it.
   std::string name(int64_t id) const {
-    if (const ProcessRow* p = find(id))
-      return format("%s:pid %" PRId64, host(p->host).c_str(), p->pid);
+    if (const ProcessRow* p = find(id)) {
+      if (p->pid >= 0) return format("%s:pid %" PRId64, host(p->host).c_str(), p->pid);
+      if (p->rank >= 0) return format("%s rank %" PRId64, host(p->host).c_str(), p->rank);
+      if (!p->label.empty()) return host(p->host) + " " + p->label;
+      return format("%s process %" PRId64, host(p->host).c_str(), id);
+    }
     return format("process %" PRId64, id);
   }
 
@@ -130,7 +135,8 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
   std::size_t name_width = 0;
   for (std::size_t k = 0; k < shown; ++k) {
     const CulpritRow& c = r.culprits[k];
-    names[k] = format("%s:pid %" PRId64, Processes::host(c.host).c_str(), c.pid);
+    names[k] = procs.find(c.process_id) ? procs.name(c.process_id)
+                                        : format("%s:pid %" PRId64, Processes::host(c.host).c_str(), c.pid);
     name_width = std::max(name_width, names[k].size());
   }
   for (std::size_t k = 0; k < shown; ++k) {

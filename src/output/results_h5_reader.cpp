@@ -95,15 +95,19 @@ const char* class_name(H5T_class_t c) {
   }
 }
 
-// Checks that the dataset's compound type has every field we read, with a convertible class.
-void check_fields(hid_t file_type, const std::string& dataset, std::span<const h5::Field> fields) {
+// Checks that the dataset's compound type has every required field we read, with a
+// convertible class. Returns the fields the file has (optional ones may be absent).
+std::vector<h5::Field> check_fields(hid_t file_type, const std::string& dataset,
+                                    std::span<const h5::Field> fields) {
   if (H5Tget_class(file_type) != H5T_COMPOUND) {
     throw std::runtime_error("dataset " + dataset + " is not a compound table");
   }
+  std::vector<h5::Field> present;
   for (const h5::Field& f : fields) {
     const int index = H5Tget_member_index(file_type, f.name);
     if (index < 0) {
       H5Eclear2(H5E_DEFAULT);
+      if (f.optional) continue;
       throw std::runtime_error("dataset " + dataset + " has no field '" + f.name + "'");
     }
     const H5T_class_t expected = f.kind == h5::Kind::Str   ? H5T_STRING
@@ -122,12 +126,25 @@ void check_fields(hid_t file_type, const std::string& dataset, std::span<const h
                                  " is a variable-length string, expected fixed-length");
       }
     }
+    present.push_back(f);
   }
+  return present;
+}
+
+// A record before reading: what a field the file lacks reads as.
+template <class Rec>
+Rec blank_record() {
+  return Rec{};
+}
+template <>
+h5::ProcessRec blank_record<h5::ProcessRec>() {
+  h5::ProcessRec rec{};
+  rec.rank = -1;  // files before the rank column: no input named one
+  return rec;
 }
 
 template <class Rec>
-auto read_table(hid_t file, const char* name, std::span<const h5::Field> fields,
-                Handle (*make_type)(Layout)) {
+auto read_table(hid_t file, const char* name, std::span<const h5::Field> fields) {
   using Row = decltype(h5::from_record(std::declval<const Rec&>()));
   const std::string dataset = std::string("/") + name;
   const std::string what = "reading dataset " + dataset;
@@ -136,7 +153,7 @@ auto read_table(hid_t file, const char* name, std::span<const h5::Field> fields,
   }
   Handle dset(H5Dopen2(file, name, H5P_DEFAULT), what);
   Handle file_type(H5Dget_type(dset.get()), what);
-  check_fields(file_type.get(), dataset, fields);
+  const std::vector<h5::Field> present = check_fields(file_type.get(), dataset, fields);
 
   Handle space(H5Dget_space(dset.get()), what);
   if (H5Sget_simple_extent_ndims(space.get()) != 1) {
@@ -145,9 +162,9 @@ auto read_table(hid_t file, const char* name, std::span<const h5::Field> fields,
   hsize_t dims[1] = {0};
   check(H5Sget_simple_extent_dims(space.get(), dims, nullptr), what);
 
-  std::vector<Rec> records(static_cast<std::size_t>(dims[0]));
+  std::vector<Rec> records(static_cast<std::size_t>(dims[0]), blank_record<Rec>());
   if (!records.empty()) {
-    Handle mem_type = make_type(Layout::Memory);
+    Handle mem_type = h5::make_compound(present, sizeof(Rec), Layout::Memory);
     check(H5Dread(dset.get(), mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, records.data()), what);
   }
   std::vector<Row> rows;
@@ -198,13 +215,13 @@ AnalysisResults read_file(const std::string& path) {
   if (has_attribute(root, "notes")) info.notes = split_lines(read_string_attribute(root, "notes"));
 
   r.processes =
-      read_table<h5::ProcessRec>(root, "processes", h5::process_fields(), h5::process_type);
+      read_table<h5::ProcessRec>(root, "processes", h5::process_fields());
   r.comm_ranks =
-      read_table<h5::CommRankRec>(root, "comm_ranks", h5::comm_rank_fields(), h5::comm_rank_type);
-  r.edges = read_table<h5::EdgeRec>(root, "edges", h5::edge_fields(), h5::edge_type);
-  r.culprits = read_table<h5::CulpritRec>(root, "culprits", h5::culprit_fields(), h5::culprit_type);
-  r.chains = read_table<h5::ChainRec>(root, "chains", h5::chain_fields(), h5::chain_type);
-  r.inputs = read_table<h5::InputRec>(root, "inputs", h5::input_fields(), h5::input_type);
+      read_table<h5::CommRankRec>(root, "comm_ranks", h5::comm_rank_fields());
+  r.edges = read_table<h5::EdgeRec>(root, "edges", h5::edge_fields());
+  r.culprits = read_table<h5::CulpritRec>(root, "culprits", h5::culprit_fields());
+  r.chains = read_table<h5::ChainRec>(root, "chains", h5::chain_fields());
+  r.inputs = read_table<h5::InputRec>(root, "inputs", h5::input_fields());
   return r;
 }
 

@@ -31,6 +31,8 @@ json to_json(const ProcessRow& p) {
   return json{{"process_id", p.process_id},
               {"host", p.host},
               {"pid", p.pid},
+              {"rank", p.rank},
+              {"label", p.label},
               {"role", p.role},
               {"culprit_class", p.culprit_class},
               {"attributed_root", p.attributed_root},

@@ -104,6 +104,10 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
   r.info.created_utc = utc_now_iso8601();
   r.info.input = describe_input;
   r.info.reduce_path = reduce_path;
+  // Partial only when some node's data is really missing or unreadable: a node without
+  // input, a file that could not be used or was cut short. Rejected rows are counted, not
+  // lost data of a node; a connection recorded by one end only, or a rank known only as a
+  // peer (in a hang: the one that stopped), is a note.
   bool partial = any_node_failed;
   for (const InputReport& in : inputs) {
     partial = partial || !in.error.empty() || in.truncated;
@@ -115,8 +119,11 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
         why += (why.empty() ? "" : "; ") + std::to_string(count) + "x " + reason;
       r.info.notes.push_back(in.path + ": " + why);
     }
+    for (const std::string& note : in.notes) r.info.notes.push_back(in.path + ": " + note);
   }
-  for (const EdgeRow& e : a.edges) partial = partial || e.send_steps == 0 || e.recv_steps == 0;
+  if (a.ranks_without_data > 0)
+    r.info.notes.push_back(std::to_string(a.ranks_without_data) +
+                           " rank(s) known only as peers of others: no input holds records of theirs");
   r.info.status = partial ? "partial" : "ok";
   r.info.notes.insert(r.info.notes.end(), notes.begin(), notes.end());
   r.info.notes.insert(r.info.notes.end(), a.notes.begin(), a.notes.end());
@@ -213,7 +220,8 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   if (comm.rank() == 0) {
     uint64_t records = 0;
     for (const InputReport& in : inputs) records += in.records;
-    if (records == 0 || obs.edges.empty()) {
+    // Connections, or at least a snapshot of operations alive in a hang, are needed.
+    if (records == 0 || (obs.edges.empty() && obs.inflight.empty())) {
       // One line: the first node error says why, or else what was read.
       std::string why = !node_errors.empty()
           ? "no usable profiler data: " + node_errors.front() + (node_errors.size() > 1 ? " (and " + std::to_string(node_errors.size() - 1) + " more node(s) without input)" : "")

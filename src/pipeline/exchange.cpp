@@ -24,7 +24,9 @@ std::string text_of(const char (&src)[N]) {
 
 struct WireProcess {
   char host[64];
+  char label[32];
   int64_t pid;
+  int64_t rank;
 };
 
 struct WireCommRank {
@@ -37,18 +39,20 @@ struct WireCommRank {
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
-  uint32_t flags;  // bit 0: has_collective, bit 1: cut_short
+  uint32_t flags;  // bit 0: has_collective, bit 1: cut_short, bit 2: seq_unknown
   uint32_t op_samples;
   uint32_t gap_samples;
 };
 
 constexpr int kWireReasons = 3;
+constexpr int kWireNotes = 3;
 struct WireInput {
   char host[64];
   char path[256];
   char format[16];
   char error[160];
   char reason[kWireReasons][96];
+  char note[kWireNotes][192];
   uint64_t reason_count[kWireReasons];
   uint64_t records;
   uint64_t rejected;
@@ -57,9 +61,9 @@ struct WireInput {
 
 struct WireHeader {
   uint64_t magic;
-  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls;
+  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls, n_inflight;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c33ull;  // "nccl cul3"
+constexpr uint64_t kMagic = 0x6e63636c63756c34ull;  // "nccl cul4"
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {
@@ -81,13 +85,15 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
 
 std::vector<char> pack_node_summary(const NodeSummary& s) {
   WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size(),
-               s.qps.size(), s.p2p_calls.size()};
+               s.qps.size(), s.p2p_calls.size(), s.inflight.size()};
   std::vector<char> out;
   append(out, &h, 1);
   std::vector<WireProcess> procs(s.processes.size());
   for (size_t i = 0; i < procs.size(); ++i) {
     copy_text(procs[i].host, s.processes[i].host);
+    copy_text(procs[i].label, s.processes[i].label);
     procs[i].pid = s.processes[i].pid;
+    procs[i].rank = s.processes[i].rank;
   }
   append(out, procs.data(), procs.size());
   std::vector<WireCommRank> ranks(s.comm_ranks.size());
@@ -95,7 +101,8 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
     const GlobalCommRank& c = s.comm_ranks[i];
     ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.gap_sum_ns,
                 c.gap_period_sum_ns, c.rank, c.process, c.kernel_samples,
-                (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u), c.op_samples, c.gap_samples};
+                (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u) | (c.seq_unknown ? 4u : 0u),
+                c.op_samples, c.gap_samples};
   }
   append(out, ranks.data(), ranks.size());
   append(out, s.edges.data(), s.edges.size());
@@ -118,10 +125,13 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
       copy_text(w.reason[k], reasons[k].second);
       w.reason_count[k] = reasons[k].first;
     }
+    for (int k = 0; k < kWireNotes && k < static_cast<int>(in.notes.size()); ++k)
+      copy_text(w.note[k], in.notes[k]);
   }
   append(out, inputs.data(), inputs.size());
   append(out, s.qps.data(), s.qps.size());  // QpObservation is plain data
   append(out, s.p2p_calls.data(), s.p2p_calls.size());  // so is P2pCallCount
+  append(out, s.inflight.data(), s.inflight.size());    // and InflightRecord
   return out;
 }
 
@@ -131,7 +141,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
   if (header[0].magic != kMagic) throw std::runtime_error("exchange blob has a bad magic number");
   NodeSummary s;
   for (const WireProcess& p : take<WireProcess>(bytes, at, header[0].n_processes))
-    s.processes.push_back({text_of(p.host), p.pid});
+    s.processes.push_back({text_of(p.host), p.pid, p.rank, text_of(p.label)});
   for (const WireCommRank& c : take<WireCommRank>(bytes, at, header[0].n_comm_ranks)) {
     GlobalCommRank g;
     g.comm_hash = c.comm_hash;
@@ -140,6 +150,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.newest_seq = c.newest_seq;
     g.has_collective = (c.flags & 1u) != 0;
     g.cut_short = (c.flags & 2u) != 0;
+    g.seq_unknown = (c.flags & 4u) != 0;
     g.kernel_late_sum_ns = c.kernel_late_sum_ns;
     g.kernel_samples = c.kernel_samples;
     g.op_time_sum_ns = c.op_time_sum_ns;
@@ -162,6 +173,8 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     in.truncated = w.truncated != 0;
     for (int k = 0; k < kWireReasons; ++k)
       if (w.reason[k][0]) in.reject_reasons[text_of(w.reason[k])] = w.reason_count[k];
+    for (int k = 0; k < kWireNotes; ++k)
+      if (w.note[k][0]) in.notes.push_back(text_of(w.note[k]));
     s.inputs.push_back(std::move(in));
   }
   s.qps = take<QpObservation>(bytes, at, header[0].n_qps);
@@ -170,6 +183,9 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
   s.p2p_calls = take<P2pCallCount>(bytes, at, header[0].n_p2p_calls);
   for (const P2pCallCount& c : s.p2p_calls)
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad p2p process index");
+  s.inflight = take<InflightRecord>(bytes, at, header[0].n_inflight);
+  for (const InflightRecord& f : s.inflight)
+    if (f.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad in-flight process index");
   return s;
 }
 
@@ -181,7 +197,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
   inputs->clear();
   if (comm.rank() != 0) return;
 
-  std::map<std::pair<std::string, int64_t>, uint32_t> process_index;
+  std::map<std::tuple<std::string, int64_t, int64_t, std::string>, uint32_t> process_index;
   std::map<std::pair<uint64_t, int32_t>, size_t> rank_index;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint8_t>, size_t> p2p_index;
   std::vector<EdgeSummary> all_edges;
@@ -189,7 +205,8 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
     NodeSummary node = unpack_node_summary(blob);
     std::vector<uint32_t> remap(node.processes.size());
     for (size_t i = 0; i < node.processes.size(); ++i) {
-      auto key = std::make_pair(node.processes[i].host, node.processes[i].pid);
+      const GlobalProcess& p = node.processes[i];
+      auto key = std::make_tuple(p.host, p.pid, p.rank, p.label);
       auto [it, added] = process_index.emplace(key, observations->processes.size());
       if (added) observations->processes.push_back(node.processes[i]);
       remap[i] = it->second;
@@ -205,6 +222,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
         GlobalCommRank& seen = observations->comm_ranks[it->second];
         seen.newest_seq = std::max(seen.newest_seq, c.newest_seq);
         seen.has_collective = seen.has_collective || c.has_collective;
+        seen.seq_unknown = seen.seq_unknown && c.seq_unknown;
         seen.cut_short = seen.cut_short || c.cut_short;
         if (c.kernel_samples > seen.kernel_samples) {
           seen.kernel_late_sum_ns = c.kernel_late_sum_ns;
@@ -233,6 +251,10 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
       auto [it, added] = p2p_index.emplace(key, observations->p2p_calls.size());
       if (added) observations->p2p_calls.push_back(c);
       else observations->p2p_calls[it->second].calls = std::max(observations->p2p_calls[it->second].calls, c.calls);
+    }
+    for (InflightRecord f : node.inflight) {
+      f.process = remap[f.process];
+      observations->inflight.push_back(f);
     }
     for (InputReport& in : node.inputs) inputs->push_back(std::move(in));
   }

@@ -17,13 +17,14 @@ struct NodeSummary {
   std::vector<InputReport> inputs;         // reasons reduced to the most frequent ones
   std::vector<QpObservation> qps;          // process = index into this node's processes
   std::vector<P2pCallCount> p2p_calls;     // process = index into this node's processes
+  std::vector<InflightRecord> inflight;    // process = index into this node's processes
 };
 
 std::vector<char> pack_node_summary(const NodeSummary& summary);
 NodeSummary unpack_node_summary(const std::vector<char>& bytes);  // throws on a bad blob
 
 // Collective: gathers every node's summary; on rank 0 returns the merged observations
-// (processes deduplicated by host and pid, edge halves merged) and every input report.
+// (processes deduplicated by host, pid, rank and label, edge halves merged) and every input report.
 // Other ranks get empty results.
 void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_window,
                          Observations* observations, std::vector<InputReport>* inputs);

@@ -9,7 +9,7 @@ namespace culprit {
 std::vector<CommWindow> agree_windows(Communicator& comm, const LocalData& data, int seq_window) {
   std::map<uint64_t, uint64_t> newest;
   for (const CommRankSeen& c : data.comm_ranks)
-    if (c.has_collective) newest[c.comm_hash] = std::max(newest[c.comm_hash], c.newest_seq);
+    if (c.has_seq) newest[c.comm_hash] = std::max(newest[c.comm_hash], c.newest_seq);
   std::vector<CommWindow> mine;
   for (const auto& [hash, seq] : newest) mine.push_back({hash, seq});
   // Communicators are not known in advance, so gather the (small) lists instead of one
@@ -101,7 +101,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
                                  ReducePath path) {
   LocalStageResult result;
   NodeSummary& s = result.summary;
-  for (const LocalProcess& p : data.processes) s.processes.push_back({p.host, p.pid});
+  for (const LocalProcess& p : data.processes) s.processes.push_back({p.host, p.pid, p.rank, p.label});
   for (const CommRankSeen& c : data.comm_ranks) {
     GlobalCommRank g;
     g.comm_hash = c.comm_hash;
@@ -109,6 +109,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
     g.process = c.process;
     g.newest_seq = c.newest_seq;
     g.has_collective = c.has_collective;
+    g.seq_unknown = c.has_collective && !c.has_seq;
     g.cut_short = c.cut_short;
     s.comm_ranks.push_back(g);
   }
@@ -120,6 +121,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   result.reduce_note = reduced.note;
   s.inputs = data.inputs;
   s.p2p_calls = data.p2p_calls;
+  s.inflight = data.inflight;
   for (const QpStat& q : data.qp_stats)
     s.qps.push_back({q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns});
   return result;

@@ -12,9 +12,13 @@
 
 namespace culprit {
 
+// A GPU process of the job (LocalProcess after the exchange: pid, global rank or label,
+// whichever the inputs name).
 struct GlobalProcess {
   std::string host;
-  int64_t pid = 0;
+  int64_t pid = -1;
+  int64_t rank = -1;
+  std::string label;
 };
 
 struct GlobalCommRank {
@@ -23,6 +27,7 @@ struct GlobalCommRank {
   uint32_t process = 0;          // index into Observations::processes
   uint64_t newest_seq = 0;       // newest collective sequence recorded
   bool has_collective = false;
+  bool seq_unknown = false;      // collectives seen, but no sequence number (newest_seq unknown)
   bool cut_short = false;        // its trace ended inside a collective
   // Kernel start lateness against the median of the GPUs of the same node in the same
   // collective (KernelCh StartGpuClk), summed over the window's collectives.
@@ -62,6 +67,7 @@ struct Observations {
   std::vector<GlobalCommRank> comm_ranks;
   std::vector<EdgeSummary> edges;  // sorted by key, halves merged
   std::vector<P2pCallCount> p2p_calls;  // one per (comm, rank, peer, direction)
+  std::vector<InflightRecord> inflight;  // ops alive at a watchdog snapshot (process: index above)
   int seq_window = 20;
 };
 

@@ -35,7 +35,7 @@ bool parse_reduce_path(const std::string& text, ReducePath* out) {
 }
 
 bool record_in_window(const ProxyOpRecord& r, std::span<const CommWindow> windows) {
-  if (r.is_p2p) return true;
+  if (r.is_p2p || r.seq_unknown) return true;
   auto it = std::lower_bound(
       windows.begin(), windows.end(), r.comm_hash,
       [](const CommWindow& w, uint64_t hash) { return w.comm_hash < hash; });
@@ -179,7 +179,7 @@ std::vector<EdgeSummary> reduce_range(std::span<const ProxyOpRecord> records,
   bool cached_listed = false;
   uint64_t cached_min_seq = 0;
   for (const ProxyOpRecord& r : records) {
-    if (!r.is_p2p) {
+    if (!r.is_p2p && !r.seq_unknown) {
       if (!have_comm || cached_comm != r.comm_hash) {
         auto it = std::lower_bound(
             windows.begin(), windows.end(), r.comm_hash,

@@ -17,7 +17,8 @@ enum class ReducePath { kCpu, kCuda, kAuto };
 bool parse_reduce_path(const std::string& text, ReducePath* out);
 
 // True when a record passes the window (collective records of listed communicators with
-// seq >= min_seq, every p2p record, every record of an unlisted communicator).
+// seq >= min_seq, every p2p record and every record whose sequence is unknown, every
+// record of an unlisted communicator).
 // `windows` must be sorted by comm_hash.
 bool record_in_window(const ProxyOpRecord& r, std::span<const CommWindow> windows);
 

@@ -1,0 +1,36 @@
+// Hang evidence from operations still alive at a watchdog snapshot (probing's
+// nccl.inflight_ops, FORMATS.md §3).
+//
+// A collective N cannot complete until every member has entered it. When members of a
+// communicator are still inside N (in flight, for longer than the watchdog's threshold), a
+// member that is not inside N and never reached N by any other record stopped before it:
+// everyone inside N waits for it. A member that is in flight elsewhere (another
+// communicator's operation) is blocked there, not stopped. If every member is inside N, the
+// snapshot alone cannot tell who holds the others (a GPU stuck inside the kernel): nothing
+// is named from it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/wait_graph.hpp"
+#include "pipeline/observations.hpp"
+
+namespace culprit {
+
+struct InflightVerdict {
+  std::set<uint32_t> stopped;   // processes every in-flight peer of theirs waits for
+  std::set<uint32_t> in_flight; // processes inside some operation at the snapshot
+  std::vector<WaitEdge> waits;  // in-flight process -> the stopped member it waits for
+  std::vector<std::string> notes;
+};
+
+// `process_of(comm, rank)` names the process of a communicator rank (it may add a process
+// for a rank known only as a peer).
+InflightVerdict judge_inflight(const Observations& observations,
+                               const std::function<uint32_t(uint64_t, int32_t)>& process_of);
+
+}  // namespace culprit
