@@ -476,7 +476,29 @@ std::vector<RenderedFile> Simulation::render_host_nccl_json(int node) const {
   return files;
 }
 
+namespace {
+
+bool is_simulated_trace(const std::string& name) {
+  return name.rfind("nccl_prof_", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+}
+
+bool is_simulated_export(const std::string& name) {
+  for (const char* table : {"proxy_ops", "inflight_ops", "coll_perf"})
+    for (const char* ext : {".csv", ".json"})
+      if (name == std::string(table) + ext) return true;
+  return false;
+}
+
+}  // namespace
+
+double Simulation::dump_time_ns() const { return impl_->kill_ns; }
+
 void Simulation::write(const std::string& dir) const {
+  write(dir, [this](int node) { return render_host_nccl_json(node); });
+}
+
+void Simulation::write(const std::string& dir,
+                       const std::function<std::vector<RenderedFile>(int node)>& render) const {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   auto put = [](const fs::path& path, const std::string& content) {
@@ -488,14 +510,12 @@ void Simulation::write(const std::string& dir) const {
   for (int node = 0; node < impl_->sc.nodes; ++node) {
     fs::path hd = fs::path(dir) / host_name(node);
     fs::create_directories(hd);
-    // Traces of an earlier simulation in the same place would mix with this one's.
+    // Files of an earlier simulation in the same place would mix with this one's.
     for (const auto& e : fs::directory_iterator(hd)) {
       const std::string name = e.path().filename().string();
-      if (e.is_regular_file() && name.rfind("nccl_prof_", 0) == 0 && name.size() > 5 &&
-          name.compare(name.size() - 5, 5, ".json") == 0)
-        fs::remove(e.path());
+      if (e.is_regular_file() && (is_simulated_trace(name) || is_simulated_export(name))) fs::remove(e.path());
     }
-    for (const auto& f : render_host_nccl_json(node)) put(hd / f.name, f.content);
+    for (const auto& f : render(node)) put(hd / f.name, f.content);
   }
   put(fs::path(dir) / "ground_truth.json", ground_truth_json(impl_->truth, impl_->procs) + "\n");
 }

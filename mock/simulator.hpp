@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -171,13 +172,18 @@ class Simulation {
   // The simulated timeline (every collective of every rank; every network proxy op).
   const std::vector<SimCollective>& collectives() const;
   const std::vector<SimProxyOp>& proxy_ops() const;
+  // When the traces were dumped (a hang: a while after the last progress anywhere; +inf
+  // when the job ran to its end). Operations alive then never finished.
+  double dump_time_ns() const;
 
   // NCCL 2.27+ example-profiler trace files of one host: <prefix>_<commHash>_<rank>.json,
   // one per process and communicator.
   std::vector<RenderedFile> render_host_nccl_json(int node) const;
 
-  // Writes <dir>/<host>/<files> for every host plus <dir>/ground_truth.json.
+  // Writes <dir>/<host>/<files> for every host plus <dir>/ground_truth.json: the NCCL
+  // trace files, or the files `render` makes of each node (e.g. probing's exports).
   void write(const std::string& dir) const;
+  void write(const std::string& dir, const std::function<std::vector<RenderedFile>(int node)>& render) const;
 
  private:
   struct Impl;

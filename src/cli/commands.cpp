@@ -4,6 +4,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "mock/render_probing.hpp"
 #include "mock/simulator.hpp"
 #include "output/results_io.hpp"
 #include "pipeline/analyze.hpp"
@@ -15,7 +16,10 @@ std::string mock_scenario_help() { return mock::Scenario::help(); }
 int run_mock_command(const MockOptions& options) {
   mock::Scenario scenario;
   std::unique_ptr<mock::Simulation> sim;
+  mock::ProbingExport probing;
+  const bool traces = options.format == "nccl-json";
   try {
+    if (!traces) probing = mock::parse_probing_format(options.format);
     scenario = mock::Scenario::parse(options.scenario);
     sim = std::make_unique<mock::Simulation>(scenario);  // checks ranks against the cluster
   } catch (const std::invalid_argument& e) {
@@ -23,7 +27,8 @@ int run_mock_command(const MockOptions& options) {
     return kExitUsage;
   }
   try {
-    sim->write(options.out);
+    if (traces) sim->write(options.out);
+    else sim->write(options.out, [&](int node) { return mock::render_host_probing(*sim, node, probing); });
     std::cout << "wrote " << sim->hosts().size() << " host directories under " << options.out
               << " (" << scenario.to_spec() << ")\n";
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@ namespace culprit {
 struct MockOptions {
   std::string out;
   std::string scenario;
+  std::string format = "nccl-json";  // or probing-csv / probing-json with '+' options
 };
 
 int run_mock_command(const MockOptions& options);

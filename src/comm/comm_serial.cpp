@@ -12,6 +12,7 @@ class SerialCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string kind() const override { return "serial"; }
+  std::string transport() const override { return "none (one process, no MPI)"; }
   bool all_agree(bool ok) override { return ok; }
   std::vector<uint64_t> all_max(const std::vector<uint64_t>& v) override { return v; }
   std::vector<uint64_t> all_sum(const std::vector<uint64_t>& v) override { return v; }

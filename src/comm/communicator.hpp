@@ -18,6 +18,9 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string kind() const = 0;  // "mpi" or "serial"
+  // What carries this communicator's traffic, in one line for the run info (MPI: the PML
+  // and BTLs in force and any RDMA library loaded; mpi_transport.hpp).
+  virtual std::string transport() const = 0;
 
   // Collective: true on every rank only when `ok` is true on every rank. Every phase of the
   // pipeline ends with one, so that a failure on one node becomes a clean error everywhere.

@@ -2,7 +2,7 @@
 //
 // {
 //   "tool_version", "format_version", "seq_window", "analyzer_ranks", "process_count",
-//   "created_utc", "input", "status", "reduce_path", "notes": [..],
+//   "created_utc", "input", "status", "reduce_path", "mpi_transport", "notes": [..],
 //   "culprits": [{..}], "processes": [{..}], "comm_ranks": [{..}], "edges": [{..}],
 //   "chains": [{..}], "inputs": [{..}]
 // }
@@ -111,6 +111,7 @@ json to_json(const AnalysisResults& r) {
   j["input"] = info.input;
   j["status"] = info.status;
   j["reduce_path"] = info.reduce_path;
+  j["mpi_transport"] = info.mpi_transport;
   j["notes"] = info.notes;
   j["culprits"] = table(r.culprits);
   j["processes"] = table(r.processes);

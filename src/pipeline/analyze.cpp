@@ -87,7 +87,7 @@ Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string
   return c;
 }
 
-AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
+AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, const std::string& transport,
                          const Observations& obs, const std::vector<InputReport>& inputs,
                          bool any_node_failed, const std::string& describe_input,
                          const std::string& reduce_path, const std::vector<std::string>& notes) {
@@ -104,6 +104,7 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm,
   r.info.created_utc = utc_now_iso8601();
   r.info.input = describe_input;
   r.info.reduce_path = reduce_path;
+  r.info.mpi_transport = transport;
   // Partial only when some node's data is really missing or unreadable: a node without
   // input, a file that could not be used or was cut short. Rejected rows are counted, not
   // lost data of a node; a connection recorded by one end only, or a rank known only as a
@@ -235,7 +236,7 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
       try {
         if (failed_nodes)
           notes.push_back(std::to_string(failed_nodes) + " analyzer process(es) found no input");
-        AnalysisResults results = assemble(o, comm, obs, inputs, failed_nodes > 0,
+        AnalysisResults results = assemble(o, comm, world.transport(), obs, inputs, failed_nodes > 0,
                                            collected.describe_input, local.reduce_path, notes);
         std::string output = o.output.empty() ? "nccl-culprit-{job}.h5" : o.output;
         if (o.local_only && world.size() > 1 && output.find("{rank}") == std::string::npos &&
