@@ -120,6 +120,11 @@ nc_load_site() {
   if [ "$(id -u)" -eq 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   fi
+  # The analyzer's own traffic off the training fabric (NCCL_CULPRIT_MPI_TRANSPORT, site.conf).
+  if [ -r "$dir/../mpi_transport.sh" ]; then
+    # shellcheck source=../mpi_transport.sh
+    . "$dir/../mpi_transport.sh"
+  fi
 }
 
 # The options every srun of the analyzer gets from the site settings, into array nc_srun_site.
