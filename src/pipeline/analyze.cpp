@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -110,6 +111,15 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
   // lost data of a node; a connection recorded by one end only, or a rank known only as a
   // peer (in a hang: the one that stopped), is a note.
   bool partial = any_node_failed;
+  // What a reader assumed about its files: the same note of many files (one export per
+  // node) is said once, with the first file and how many more.
+  std::vector<std::pair<std::string, std::pair<std::string, size_t>>> assumed;  // note -> (first file, files)
+  for (const InputReport& in : inputs)
+    for (const std::string& note : in.notes) {
+      auto same = std::find_if(assumed.begin(), assumed.end(), [&](const auto& a) { return a.first == note; });
+      if (same == assumed.end()) assumed.push_back({note, {in.path, 1}});
+      else ++same->second.second;
+    }
   for (const InputReport& in : inputs) {
     partial = partial || !in.error.empty() || in.truncated;
     InputRow row{in.host, in.path, in.format, in.records, in.rejected};
@@ -120,8 +130,10 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
         why += (why.empty() ? "" : "; ") + std::to_string(count) + "x " + reason;
       r.info.notes.push_back(in.path + ": " + why);
     }
-    for (const std::string& note : in.notes) r.info.notes.push_back(in.path + ": " + note);
   }
+  for (const auto& [note, where] : assumed)
+    r.info.notes.push_back(where.first + (where.second > 1 ? " (and " + std::to_string(where.second - 1) + " more file(s))" : "") +
+                           ": " + note);
   if (a.ranks_without_data > 0)
     r.info.notes.push_back(std::to_string(a.ranks_without_data) +
                            " rank(s) known only as peers of others: no input holds records of theirs");

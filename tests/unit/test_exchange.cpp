@@ -8,7 +8,7 @@ namespace {
 
 NodeSummary sample() {
   NodeSummary s;
-  s.processes = {{"nodeA", 11}, {"nodeB", 12}};
+  s.processes = {{"nodeA", 11, -1, ""}, {"nodeB", -1, 12, ""}, {"nodeB", -1, -1, "tp=1,pp=0,dp=2"}};
   GlobalCommRank c;
   c.comm_hash = 0xFEDCBA9876543210ull;
   c.rank = 3;
@@ -16,6 +16,7 @@ NodeSummary sample() {
   c.newest_seq = 41;
   c.has_collective = true;
   c.cut_short = true;
+  c.seq_unknown = true;
   c.gap_sum_ns = 777;
   c.gap_period_sum_ns = 1999;
   c.gap_samples = 7;
@@ -33,6 +34,7 @@ NodeSummary sample() {
   in.rejected = 2;
   in.truncated = true;
   in.reject_reasons["malformed line"] = 2;
+  in.notes = {"comm_hash blank: one unnamed communicator", "seq blank"};
   s.inputs = {in};
   s.qps = {{1, 0, 77, 10, 4096, 12345}};
   P2pCallCount p;
@@ -43,16 +45,33 @@ NodeSummary sample() {
   p.peer = 2;
   p.is_send = 1;
   s.p2p_calls = {p};
+  InflightRecord f;
+  f.comm_hash = 0x8000000000000002ull;
+  f.seq = 9;
+  f.age_ns = 30'000'000'000ull;
+  f.process = 2;
+  f.rank = 5;
+  f.peer = 4;
+  f.channel = 1;
+  f.kind = InflightKind::kProxyOp;
+  f.is_send = 0;
+  s.inflight = {f};
   return s;
 }
 
 TEST(Exchange, PackUnpackKeepsEveryTable) {
   NodeSummary back = unpack_node_summary(pack_node_summary(sample()));
-  ASSERT_EQ(back.processes.size(), 2u);
+  ASSERT_EQ(back.processes.size(), 3u);
   EXPECT_EQ(back.processes[1].host, "nodeB");
+  EXPECT_EQ(back.processes[0].pid, 11);
+  EXPECT_EQ(back.processes[0].rank, -1);
+  EXPECT_EQ(back.processes[1].pid, -1);
+  EXPECT_EQ(back.processes[1].rank, 12);
+  EXPECT_EQ(back.processes[2].label, "tp=1,pp=0,dp=2");
   ASSERT_EQ(back.comm_ranks.size(), 1u);
   EXPECT_EQ(back.comm_ranks[0].comm_hash, 0xFEDCBA9876543210ull);
   EXPECT_TRUE(back.comm_ranks[0].cut_short);
+  EXPECT_TRUE(back.comm_ranks[0].seq_unknown);
   EXPECT_EQ(back.comm_ranks[0].gap_samples, 7u);
   EXPECT_EQ(back.comm_ranks[0].gap_period_sum_ns, 1999u);
   ASSERT_EQ(back.edges.size(), 1u);
@@ -60,6 +79,7 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   ASSERT_EQ(back.inputs.size(), 1u);
   EXPECT_TRUE(back.inputs[0].truncated);
   EXPECT_EQ(back.inputs[0].reject_reasons.at("malformed line"), 2u);
+  EXPECT_EQ(back.inputs[0].notes, sample().inputs[0].notes);
   ASSERT_EQ(back.qps.size(), 1u);
   EXPECT_EQ(back.qps[0].qp_num, 77u);
   EXPECT_EQ(back.qps[0].sum_ns, 12345u);
@@ -68,6 +88,18 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   EXPECT_EQ(back.p2p_calls[0].calls, 17u);
   EXPECT_EQ(back.p2p_calls[0].peer, 2);
   EXPECT_EQ(back.p2p_calls[0].is_send, 1u);
+  ASSERT_EQ(back.inflight.size(), 1u);
+  EXPECT_EQ(back.inflight[0].comm_hash, 0x8000000000000002ull);
+  EXPECT_EQ(back.inflight[0].age_ns, 30'000'000'000ull);
+  EXPECT_EQ(back.inflight[0].kind, InflightKind::kProxyOp);
+  EXPECT_EQ(back.inflight[0].peer, 4);
+  EXPECT_EQ(back.inflight[0].is_send, 0);
+}
+
+TEST(Exchange, InflightRecordWithABadProcessIsRejected) {
+  NodeSummary s = sample();
+  s.inflight[0].process = 99;
+  EXPECT_THROW(unpack_node_summary(pack_node_summary(s)), std::runtime_error);
 }
 
 TEST(Exchange, CorruptBlobIsAnErrorNotACrash) {
@@ -87,6 +119,10 @@ TEST(Exchange, SerialGatherRemapsProcessesOfQueuePairsAndP2pCalls) {
   EXPECT_EQ(obs.processes[obs.qps[0].process].host, "nodeB");
   ASSERT_EQ(obs.p2p_calls.size(), 1u);
   EXPECT_EQ(obs.processes[obs.p2p_calls[0].process].host, "nodeB");
+  ASSERT_EQ(obs.inflight.size(), 1u);
+  EXPECT_EQ(obs.processes[obs.inflight[0].process].label, "tp=1,pp=0,dp=2");
+  // Processes are told apart by pid, rank and label: three rows stay three.
+  EXPECT_EQ(obs.processes.size(), 3u);
   EXPECT_EQ(inputs.size(), 1u);
   EXPECT_EQ(obs.edges.size(), 1u);
 }

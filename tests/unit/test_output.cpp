@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,7 @@ AnalysisResults sample_results() {
   i.input = "topology=ring,nodes=4,gpus=2,fault=slow_gpu:0";
   i.status = "partial";
   i.reduce_path = "cuda";
+  i.mpi_transport = "pml=ob1 btl=self,vader,tcp (tool default); RDMA libraries loaded: none";
   i.notes = {"node005: no profiler data found", "seq window clipped to 12 on comm 0x1234"};
 
   auto proc = [&](uint32_t id, std::string host, int64_t pid, std::string role, std::string cls,
@@ -64,6 +66,8 @@ AnalysisResults sample_results() {
   proc(4, "node003", 5001, "culprit", "network_link", -1, 0, 0, 400000000ull, 0.5);
   proc(5, "node004", 5002, "healthy", "none", -1, 0, 0, 0, 0.0);
   proc(6, "node004", 5003, "victim", "none", 4, 1, 300000000ull, 0, 0.25);
+  r.processes[2].rank = 2;  // an input named the global rank too
+  r.processes[3].label = "tp=1,pp=0,dp=0";
 
   for (uint32_t p = 0; p < 7; ++p) {
     r.comm_ranks.push_back({kBigHash, static_cast<int32_t>(p), 7, p});
@@ -123,6 +127,7 @@ void expect_equal(const RunInfo& a, const RunInfo& b) {
   EXPECT_EQ(a.input, b.input);
   EXPECT_EQ(a.status, b.status);
   EXPECT_EQ(a.reduce_path, b.reduce_path);
+  EXPECT_EQ(a.mpi_transport, b.mpi_transport);
   EXPECT_EQ(a.notes, b.notes);
 }
 
@@ -135,6 +140,8 @@ void expect_equal(const AnalysisResults& a, const AnalysisResults& b) {
     EXPECT_EQ(x.process_id, y.process_id);
     EXPECT_EQ(x.host, y.host);
     EXPECT_EQ(x.pid, y.pid);
+    EXPECT_EQ(x.rank, y.rank);
+    EXPECT_EQ(x.label, y.label);
     EXPECT_EQ(x.role, y.role);
     EXPECT_EQ(x.culprit_class, y.culprit_class);
     EXPECT_EQ(x.attributed_root, y.attributed_root);
@@ -218,6 +225,8 @@ const std::vector<std::pair<std::string, std::vector<Member>>>& contract_tables(
        {{"process_id", 'u', 4},
         {"host", 's', 64},
         {"pid", 'i', 8},
+        {"rank", 'i', 8},
+        {"label", 's', 32},
         {"role", 's', 16},
         {"culprit_class", 's', 24},
         {"attributed_root", 'i', 8},
@@ -289,7 +298,8 @@ void check_contract_layout(const std::string& path, const AnalysisResults& expec
   Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   ASSERT_GE(file.id, 0) << path;
 
-  const char* string_attrs[] = {"tool_version", "created_utc", "input", "status", "reduce_path"};
+  const char* string_attrs[] = {"tool_version", "created_utc", "input", "status", "reduce_path",
+                                "mpi_transport"};
   for (const char* name : string_attrs) {
     ASSERT_GT(H5Aexists(file.id, name), 0) << "root attribute " << name;
     Id attr(H5Aopen(file.id, name, H5P_DEFAULT));
@@ -684,6 +694,78 @@ TEST(OutputReport, NamesCulpritsAndTheChain) {
   EXPECT_NE(text.find("node005: no profiler data found"), std::string::npos) << text;
   EXPECT_LT(text.find("#1"), text.find("#2"));
   EXPECT_EQ(text.find("No culprit"), std::string::npos);
+}
+
+TEST(OutputReport, NamesAProcessWithoutPidByItsRankOrLabel) {
+  AnalysisResults r = sample_results();
+  r.processes[0].pid = -1;  // probing exports and Flight Recorder dumps name no pid
+  r.processes[0].rank = 13;
+  r.processes[4].pid = -1;
+  r.processes[4].label = "tp=1,pp=0,dp=2";
+  const std::string text = report_of(r);
+  EXPECT_NE(text.find("node001 rank 13"), std::string::npos) << text;
+  EXPECT_NE(text.find("node003 tp=1,pp=0,dp=2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid -1"), std::string::npos) << text;
+}
+
+TEST_F(OutputTest, H5WithoutRankColumnsReadsAsUnknownRank) {
+  // A results file of an earlier version: /processes without `rank` and `label`.
+  const std::string file = path("old.h5");
+  write_results_h5(sample_results(), file);
+  h5::ErrorSilencer quiet;
+  {
+    hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    ASSERT_GE(f, 0);
+    ASSERT_GE(H5Ldelete(f, "processes", H5P_DEFAULT), 0);
+    struct OldProcess {
+      uint32_t process_id;
+      char host[64];
+      int64_t pid;
+      char role[16];
+      char culprit_class[24];
+      int64_t attributed_root;
+      int32_t chain_depth;
+      uint64_t wait_ns, blame_ns;
+      double score;
+    } row{};
+    row.process_id = 0;
+    std::snprintf(row.host, sizeof row.host, "node001");
+    row.pid = 4702;
+    std::snprintf(row.role, sizeof row.role, "culprit");
+    std::snprintf(row.culprit_class, sizeof row.culprit_class, "gpu_producer");
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(OldProcess));
+    auto str = [](size_t n) {
+      hid_t s = H5Tcopy(H5T_C_S1);
+      H5Tset_size(s, n);
+      return s;
+    };
+    hid_t s64 = str(64), s16 = str(16), s24 = str(24);
+    H5Tinsert(t, "process_id", HOFFSET(OldProcess, process_id), H5T_NATIVE_UINT32);
+    H5Tinsert(t, "host", HOFFSET(OldProcess, host), s64);
+    H5Tinsert(t, "pid", HOFFSET(OldProcess, pid), H5T_NATIVE_INT64);
+    H5Tinsert(t, "role", HOFFSET(OldProcess, role), s16);
+    H5Tinsert(t, "culprit_class", HOFFSET(OldProcess, culprit_class), s24);
+    H5Tinsert(t, "attributed_root", HOFFSET(OldProcess, attributed_root), H5T_NATIVE_INT64);
+    H5Tinsert(t, "chain_depth", HOFFSET(OldProcess, chain_depth), H5T_NATIVE_INT32);
+    H5Tinsert(t, "wait_ns", HOFFSET(OldProcess, wait_ns), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "blame_ns", HOFFSET(OldProcess, blame_ns), H5T_NATIVE_UINT64);
+    H5Tinsert(t, "score", HOFFSET(OldProcess, score), H5T_NATIVE_DOUBLE);
+    hsize_t dims[1] = {1};
+    hid_t space = H5Screate_simple(1, dims, nullptr);
+    hid_t d = H5Dcreate2(f, "processes", t, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    ASSERT_GE(d, 0);
+    ASSERT_GE(H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &row), 0);
+    H5Dclose(d);
+    H5Sclose(space);
+    for (hid_t h : {t, s64, s16, s24}) H5Tclose(h);
+    H5Fclose(f);
+  }
+  const AnalysisResults back = read_results_h5(file);
+  ASSERT_EQ(back.processes.size(), 1u);
+  EXPECT_EQ(back.processes[0].pid, 4702);
+  EXPECT_EQ(back.processes[0].rank, -1);
+  EXPECT_EQ(back.processes[0].label, "");
+  EXPECT_EQ(back.processes[0].culprit_class, "gpu_producer");
 }
 
 TEST(OutputReport, SaysClearlyWhenThereIsNoCulprit) {
