@@ -9,6 +9,8 @@
 # Environment:
 #   FUZZ_SECONDS=N            seconds per fuzz target (default 20)
 #   CI_EXTRA_SKIP_FUZZ=1      skip step 1;  CI_EXTRA_SKIP_SANITIZE=1  skip step 2
+#                             (a skip prints "ci_extra: SKIP <step>: <reason>" and is appended
+#                             to $CULPRIT_SKIP_FILE when set; under CI=true it fails the script)
 #   SANITIZE_BUILD_DIR=DIR    build directory of step 2 (default build-asan)
 #   FUZZ_BUILD_DIR=DIR        build directory of step 1 (default build-fuzz)
 #   CI_JOBS=N                 parallel compile jobs (default 2)
@@ -19,7 +21,18 @@ jobs="${CI_JOBS:-2}"
 started=$(date +%s)
 status=0
 
-if [ "${CI_EXTRA_SKIP_FUZZ:-0}" != 1 ]; then
+skip_step() {  # skip_step STEP REASON
+  echo "ci_extra: SKIP $1: $2"
+  if [ -n "${CULPRIT_SKIP_FILE:-}" ]; then printf '%s\t%s\n' "$1" "$2" >> "$CULPRIT_SKIP_FILE"; fi
+  if [ "${CI:-}" = true ]; then
+    echo "ci_extra: FAIL: CI=true and $1 skipped ($2): CI must run it" >&2
+    status=1
+  fi
+}
+
+if [ "${CI_EXTRA_SKIP_FUZZ:-0}" = 1 ]; then
+  skip_step "reader fuzzers (ci_extra step 1)" "CI_EXTRA_SKIP_FUZZ=1"
+else
   echo "ci_extra: fuzzing the readers (${FUZZ_SECONDS:-20} s per target)"
   if ! FUZZ_JOBS="$jobs" tests/fuzz/build_and_run.sh "${FUZZ_SECONDS:-20}"; then
     echo "ci_extra: fuzzing found a problem" >&2
@@ -27,7 +40,9 @@ if [ "${CI_EXTRA_SKIP_FUZZ:-0}" != 1 ]; then
   fi
 fi
 
-if [ "${CI_EXTRA_SKIP_SANITIZE:-0}" != 1 ]; then
+if [ "${CI_EXTRA_SKIP_SANITIZE:-0}" = 1 ]; then
+  skip_step "ASan+UBSan unit_tests (ci_extra step 2)" "CI_EXTRA_SKIP_SANITIZE=1"
+else
   build="${SANITIZE_BUILD_DIR:-build-asan}"
   echo "ci_extra: ASan+UBSan build of unit_tests in $build"
   mkdir -p "$build"
@@ -46,6 +61,10 @@ if [ "${CI_EXTRA_SKIP_SANITIZE:-0}" != 1 ]; then
       "$build/tests/unit_tests" --gtest_brief=1 > "$logs.test.log" 2>&1; then
     echo "ci_extra: sanitized unit_tests failed; last lines of $logs.test.log:" >&2
     tail -n 60 "$logs.test.log" >&2
+    status=1
+  elif ! grep -Eq '^\[  PASSED  \] [1-9][0-9]* test' "$logs.test.log"; then
+    echo "ci_extra: the sanitized unit_tests ran no test; last lines of $logs.test.log:" >&2
+    tail -n 20 "$logs.test.log" >&2
     status=1
   else
     tail -n 3 "$logs.test.log"

@@ -62,6 +62,11 @@ for t in "${targets[@]}"; do
   corpus_name="${t#fuzz_}"
   work="$out/corpus/$corpus_name"
   mkdir -p "$work"
+  if ! compgen -G "$here/corpus/$corpus_name/*" > /dev/null; then
+    echo "fuzz: $t: no seed corpus in $here/corpus/$corpus_name" >&2
+    status=1
+    continue
+  fi
   cp -n "$here/corpus/$corpus_name/"* "$work/" 2> /dev/null || true
   echo "fuzz: $t for ${seconds} s"
   if ! UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
@@ -73,6 +78,12 @@ for t in "${targets[@]}"; do
   else
     grep -E "stat::number_of_executed_units|Done " "$out/$t.log" | tr '\n' ' '
     echo
+    # A run that executed no input tested nothing: that is a failure, not a pass.
+    units=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$out/$t.log" | tail -n 1)
+    if [ "${units:-0}" -eq 0 ]; then
+      echo "fuzz: $t executed no input (see $out/$t.log)" >&2
+      status=1
+    fi
   fi
 done
 echo "fuzz: finished in $(( $(date +%s) - started )) s"

@@ -14,8 +14,10 @@
 #   (d) attach.sh errors: no such job, a finished job, someone else's job, no data, usage;
 #   (e) --dry-run of every script.
 # The daemons are stopped and the directory removed whatever happens (NCCL_CULPRIT_SLURM_KEEP=1
-# keeps the directory). Prints "N passed, M failed, K skipped"; exit 0 when nothing failed,
-# 1 otherwise, 77 (SKIP) when Slurm cannot run here.
+# keeps the directory). Prints "N passed, M failed, K skipped" and a "SKIP <check>: <reason>"
+# line per skipped check (scripts/test.sh lists them); exit 0 when nothing failed, 1 otherwise,
+# 77 (SKIP) when Slurm cannot run here. Under CI=true (scripts/setup.sh installs Slurm and
+# munge) a prerequisite missing or a skipped check is a failure (exit 1).
 set -uo pipefail
 
 PY=/usr/bin/python3
@@ -27,9 +29,14 @@ passed=0
 failed=0
 skipped=0
 failures=()
+skips=()
 
 say() { echo "[slurm-test +$((SECONDS - start_s))s] $*"; }
 skip_all() {
+  if [ "${CI:-}" = true ]; then
+    echo "FAIL: CI=true and the Slurm test cannot run: $*"
+    exit 1
+  fi
   echo "SKIP: $*"
   exit 77
 }
@@ -238,7 +245,11 @@ bad() {
   shift
   [ $# -eq 0 ] || printf '    %s\n' "$@"
 }
-skip() { skipped=$((skipped + 1)); say "SKIP $1: $2"; }
+skip() {
+  skipped=$((skipped + 1))
+  skips+=("$1: $2")
+  say "SKIP $1: $2"
+}
 
 # Runs a command with a time limit, its stdout and stderr into $out and $err; sets $rc.
 out=$TMP/work/last.out
@@ -494,8 +505,14 @@ if [ -n "${stuck:-}" ]; then
 fi
 
 say "$passed passed, $failed failed, $skipped skipped ($((SECONDS - start_s)) s)"
+status=0
+[ "$skipped" -eq 0 ] || printf 'SKIP %s\n' "${skips[@]}"
 if [ "$failed" -gt 0 ]; then
   printf 'failed: %s\n' "${failures[@]}"
-  exit 1
+  status=1
 fi
-exit 0
+if [ "$skipped" -gt 0 ] && [ "${CI:-}" = true ]; then
+  echo "FAIL: CI=true and $skipped check(s) skipped: CI must run every check"
+  status=1
+fi
+exit "$status"
