@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "mock/simulator.hpp"
 #include "mpi_world.hpp"
@@ -75,12 +76,21 @@ TEST(Mpi, GatherMergesTheTwoHalvesOfEveryConnection) {
   }
   EXPECT_EQ(obs.processes.size(), static_cast<size_t>(n));
   ASSERT_EQ(obs.edges.size(), static_cast<size_t>(n));
+  // Edge r -> r+1 is merged from rank r's send half and rank r+1's receive half (with one
+  // rank both halves are the self edge 0 -> 0): every edge has each half exactly once.
+  std::vector<int> edges_from(static_cast<size_t>(n), 0);
   for (const EdgeSummary& e : obs.edges) {
-    EXPECT_EQ(e.send_steps, n == 1 ? 10u : 10u);
+    EXPECT_EQ(e.key.comm_hash, cr.comm_hash);
+    ASSERT_GE(e.key.src_rank, 0);
+    ASSERT_LT(e.key.src_rank, n);
+    EXPECT_EQ(e.key.dst_rank, (e.key.src_rank + 1) % n);
+    ++edges_from[static_cast<size_t>(e.key.src_rank)];
+    EXPECT_EQ(e.send_steps, 10u);
     EXPECT_EQ(e.recv_steps, 10u);
     EXPECT_EQ(e.phase_ns[kRecvWait], 2000u);
     EXPECT_EQ(e.phase_ns[kSendWait], 1000u);
   }
+  for (int r = 0; r < n; ++r) EXPECT_EQ(edges_from[static_cast<size_t>(r)], 1) << "edges from rank " << r;
 }
 
 TEST(Mpi, AnalyzeMockFindsTheSlowLinkOnEveryRankCount) {

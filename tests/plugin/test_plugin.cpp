@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -683,10 +684,32 @@ void expect_culprit(const std::string& name, const std::string& spec, int rank, 
   ASSERT_EQ(v.rc, 0) << v.output;
   ASSERT_TRUE(v.doc.is_object()) << v.output;
   EXPECT_EQ(v.doc["status"], "ok");
+  // One shard per process (<host>-<pid>.shard). Its records are the process's proxy ops with
+  // a finished step: at least every op the simulation completed, at most every op it started
+  // (none for a GPU whose ring neighbours are all on its node: NVLink has no proxy ops).
+  ASSERT_EQ(v.doc["inputs"].size(), sim.processes().size());
+  uint64_t all_records = 0;
   for (const auto& in : v.doc["inputs"]) {
     EXPECT_EQ(in["format"], "shard");
-    EXPECT_GT(in["records"].get<uint64_t>() + 1, 0u);
+    const std::string path = in["path"].get<std::string>();
+    int rank = -1;
+    for (const auto& [r, pid] : pids) {
+      const std::string tail = "-" + std::to_string(pid) + ".shard";
+      if (path.size() >= tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0) rank = r;
+    }
+    ASSERT_GE(rank, 0) << path << " is no simulated process's shard";
+    uint64_t started = 0, completed = 0;
+    for (const mock::SimProxyOp& o : sim.proxy_ops()) {
+      if (o.rank != rank || !std::isfinite(o.sched_ns)) continue;
+      ++started;
+      completed += std::isfinite(o.end_ns) ? 1 : 0;
+    }
+    const uint64_t records = in["records"].get<uint64_t>();
+    EXPECT_GE(records, completed) << path;
+    EXPECT_LE(records, started) << path;
+    all_records += records;
   }
+  EXPECT_GT(all_records, 0u);
   ASSERT_GE(v.doc["culprits"].size(), 1u) << v.output;
   const mock::SimProcess& want = sim.processes()[static_cast<size_t>(rank)];
   if (!first) {
