@@ -7,7 +7,8 @@ x fault (slow_gpu, slow_consumer, slow_link, slow_flush, two faults at once, non
 (`nccl-culprit mock`), analysed under MPI (`mpirun -np 2 nccl-culprit analyze --shared ...`)
 and scored against the simulator's ground_truth.json; the same figures are computed for the
 probing baseline rule on the analyser's own /edges rows. Prints one scorecard row per
-scenario, a summary per family, one summary line, and exits 1 when a target is missed.
+scenario, a summary per family, one summary line, and exits 1 when a target is missed, an
+analysis fails, or the HDF5 /culprits disagree with the JSON ones.
 
 Usage: run_accuracy.py --bin PATH --mpiexec PATH [--quick] [--only REGEX] [--keep DIR]
                        [--json-out FILE] [--np N]
@@ -89,6 +90,7 @@ GOALS = {
     "class": 0.95,    # roots whose process is named: with the right class
     "victims": 0.95,  # victims attributed to a true root
     "false_roots": 0,  # culprits named in healthy runs
+    "false_culprits": 0,  # faulty runs: culprits that name no true root (total; see MEASURED)
 }
 
 
@@ -308,8 +310,9 @@ def ratio(a, b):
 
 def aggregate(rows, key):
     agg = {"top1": [0, 0], "top1_proc": [0, 0], "both": [0, 0], "class": [0, 0], "victims": [0, 0],
-           "false_roots": 0, "healthy": 0, "errors": 0}
+           "false_roots": 0, "healthy": 0, "false_culprits": 0, "faulty": 0, "errors": 0, "h5_mismatch": 0}
     for r in rows:
+        agg["h5_mismatch"] += 1 if r.get("h5_mismatch") else 0
         s = r.get(key)
         if s is None:
             agg["errors"] += 1
@@ -335,6 +338,8 @@ def aggregate(rows, key):
             agg["both"][0] += s["both"]
             agg["both"][1] += 1
         if s["n_roots"] > 0:  # healthy runs are judged by their false roots alone
+            agg["faulty"] += 1
+            agg["false_culprits"] += s["extra"]
             agg["class"][0] += s["class_ok"]
             agg["class"][1] += s["class_named"]
             agg["victims"][0] += s["victims_ok"]
@@ -347,9 +352,10 @@ def frac(pair):
 
 
 def summary_text(agg):
-    return ("top-1 %s (process only %s), both roots %s, class %s, victims %s, false roots in %d healthy runs: %d"
+    return ("top-1 %s (process only %s), both roots %s, class %s, victims %s, false roots in %d healthy runs: %d, "
+            "false culprits in %d faulty runs: %d"
             % (ratio(*agg["top1"]), ratio(*agg["top1_proc"]), ratio(*agg["both"]), ratio(*agg["class"]),
-               ratio(*agg["victims"]), agg["healthy"], agg["false_roots"])
+               ratio(*agg["victims"]), agg["healthy"], agg["false_roots"], agg["faulty"], agg["false_culprits"])
             + (", %d failed analyses" % agg["errors"] if agg["errors"] else ""))
 
 
@@ -365,8 +371,12 @@ def goals_missed(agg):
         missed.append("victims %.0f%% < %.0f%%" % (100 * frac(agg["victims"]), 100 * GOALS["victims"]))
     if agg["false_roots"] > GOALS["false_roots"]:
         missed.append("%d false roots in healthy runs" % agg["false_roots"])
+    if agg["false_culprits"] > GOALS["false_culprits"]:
+        missed.append("%d false culprits in faulty runs > %d" % (agg["false_culprits"], GOALS["false_culprits"]))
     if agg["errors"]:
         missed.append("%d analyses failed" % agg["errors"])
+    if agg["h5_mismatch"]:
+        missed.append("%d HDF5/JSON mismatches" % agg["h5_mismatch"])
     return missed
 
 
@@ -402,10 +412,11 @@ def row_text(i, sc, r):
         bverdict = "both=%s(%d)" % (mark(b, "both"), b["found"])
     cls = "%d/%d" % (s["class_ok"], s["class_named"]) if s["class_named"] else "-"
     vic = "%d/%d" % (s["victims_ok"], s["victims"]) if s["victims"] else "-"
+    fc = "%d" % s["extra"] if s["n_roots"] else "-"  # healthy runs: all in fr=N
     bc = r["base_culprit"]
     bl = t.label(bc["proc"], None, bc["class"]) if bc else "(none)"
-    return "%3d %-30s %-34s %-30s %-12s %-5s %-7s | %-24s %s" % (
-        i, sc["name"], tl, ours, verdict, cls, vic, bl, bverdict)
+    return "%3d %-30s %-34s %-30s %-12s %-5s %-7s %-3s | %-24s %s" % (
+        i, sc["name"], tl, ours, verdict, cls, vic, fc, bl, bverdict)
 
 
 def main():
@@ -442,8 +453,13 @@ def main():
     t0 = time.time()
     print("nccl-culprit accuracy: %d scenarios, analyzer under %s -np %d, data in %s"
           % (len(matrix), os.path.basename(args.mpiexec), args.np, workdir))
-    print("%3s %-30s %-34s %-30s %-12s %-5s %-7s | %-24s %s" % (
-        "#", "scenario", "truth", "ours: culprits[0]", "verdict", "class", "victims", "baseline", "baseline verdict"))
+    print("%3s %-30s %-34s %-30s %-12s %-5s %-7s %-3s | %-24s %s" % (
+        "#", "scenario", "truth", "ours: culprits[0]", "verdict", "class", "victims", "fc", "baseline",
+        "baseline verdict"))
+    try:
+        import h5py  # noqa: F401 (optional)
+    except Exception:
+        print("SKIP: HDF5/JSON cross-check of /culprits: h5py is not importable (scripts/setup.sh installs it)")
     rows = []
     for i, sc in enumerate(matrix, 1):
         r, d = simulate_and_analyse(sc, args, workdir, env)
