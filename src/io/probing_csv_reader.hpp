@@ -1,6 +1,7 @@
-// Reader for probing's `nccl.proxy_ops` CSV exports (FORMATS.md §3): one row per ProxyOp
-// with the phase sums already taken. Columns are found by header name; the federation
-// columns (_host, _rank, ...) and a pid column are used when present.
+// Reader for probing's CSV exports (FORMATS.md §3): `probing ... query "SELECT * FROM nccl.X"
+// -f csv` for the tables nccl.proxy_ops, nccl.net_qp, nccl.inflight_ops and nccl.coll_perf.
+// Columns are found by header name (a file without a header uses the export order); the
+// rows become records through the row model of probing_rows.hpp.
 #pragma once
 
 #include <string>
