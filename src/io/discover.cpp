@@ -10,6 +10,7 @@
 
 #include "io/nccl_trace_reader.hpp"
 #include "io/probing_csv_reader.hpp"
+#include "io/probing_json_reader.hpp"
 #include "io/shard_reader.hpp"
 
 namespace culprit {
@@ -75,12 +76,37 @@ std::string expand_input_template(const std::string& tmpl, const std::string& ho
 
 namespace {
 
-// What the first bytes of a file say it is: "nccl-json", "probing-csv" or "" (unclear).
+constexpr const char* kSpace = " \t\r\n";
+
+// `"name"` used as a key (followed by a colon) somewhere in `text`.
+bool has_json_key(std::string_view text, std::string_view name) {
+  for (size_t at = text.find(name); at != std::string_view::npos; at = text.find(name, at + 1)) {
+    if (at == 0 || text[at - 1] != '"' || at + name.size() >= text.size() || text[at + name.size()] != '"')
+      continue;
+    size_t colon = text.find_first_not_of(kSpace, at + name.size() + 1);
+    if (colon != std::string_view::npos && text[colon] == ':') return true;
+  }
+  return false;
+}
+
+// probing's JSON export: an array of row objects keyed by column names (or `[]`, an export
+// without rows). NCCL's traces are arrays too, of event objects with a "ph" key.
+bool is_probing_json(std::string_view head, size_t i) {
+  size_t j = head[i] == '[' ? head.find_first_not_of(kSpace, i + 1) : i;
+  if (j == std::string_view::npos) return false;
+  if (head[i] == '[' && head[j] == ']') return true;
+  if (head[j] != '{' || has_json_key(head, "ph")) return false;
+  return has_json_key(head, "rank") || has_json_key(head, "comm_hash") || has_json_key(head, "qp_num");
+}
+
+// What the first bytes of a file say it is: "nccl-json", "probing-json", "probing-csv" or ""
+// (unclear).
 std::string format_of_content(std::string_view head) {
   if (head.substr(0, 3) == "\xEF\xBB\xBF") head.remove_prefix(3);  // UTF-8 byte order mark
-  size_t i = head.find_first_not_of(" \t\r\n");
+  size_t i = head.find_first_not_of(kSpace);
   if (i == std::string_view::npos) return "";
   std::string_view first_line = head.substr(i, head.find('\n', i) - i);
+  if ((head[i] == '[' || head[i] == '{') && is_probing_json(head, i)) return "probing-json";
   if ((head[i] == '[' || head[i] == '{') && head.find("\"ph\"") != std::string_view::npos)
     return "nccl-json";
   if (first_line.find(',') != std::string_view::npos &&
@@ -167,6 +193,8 @@ void read_one_file(const InputFile& f, LocalData& data) {
     read_nccl_trace_file(f.path, f.host, data);
   } else if (f.format == "probing-csv") {
     read_probing_csv_file(f.path, f.host, data);
+  } else if (f.format == "probing-json") {
+    read_probing_json_file(f.path, f.host, data);
   } else if (f.format == "shard") {
     read_shard_file(f.path, f.host, data);
   } else if (f.format == kUnreadableDir) {

@@ -11,7 +11,7 @@ namespace culprit {
 struct InputFile {
   std::string host;
   std::string path;
-  std::string format;  // nccl-json | probing-csv | shard
+  std::string format;  // nccl-json | probing-csv | probing-json | shard
 };
 
 struct Discovery {
