@@ -168,9 +168,13 @@ std::string ground_truth_json(const GroundTruth& truth, const std::vector<SimPro
     const SimProcess* b = root.peer >= 0 ? proc(root.peer) : nullptr;
     x["peer_host"] = b ? b->host : "";
     x["peer_pid"] = b ? b->pid : -1;
+    x["slowdown_alone"] = root.slowdown_alone;
     roots.push_back(x);
   }
   j["roots"] = roots;
+  j["job_ns"] = truth.job_ns;
+  j["healthy_job_ns"] = truth.healthy_job_ns;
+  j["slowdown"] = truth.slowdown;
   json ps = json::array();
   for (const auto& p : procs) ps.push_back({{"rank", p.global_rank}, {"host", p.host}, {"pid", p.pid}});
   j["processes"] = ps;

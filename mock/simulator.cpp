@@ -9,6 +9,7 @@
 // release, bandwidth, flush time, a kernel that never starts); every wait follows from the
 // timeline.
 #include <algorithm>
+#include <cmath>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -430,6 +431,39 @@ std::vector<std::string> Simulation::hosts() const {
   return h;
 }
 const GroundTruth& Simulation::truth() const { return impl_->truth; }
+
+namespace {
+
+// When the job ends: the last completion of any collective or p2p operation (+inf: never).
+double job_end_ns(const std::vector<SimCollective>& colls) {
+  double end = 0;
+  for (const SimCollective& c : colls) end = std::max(end, c.end_ns);
+  return end;
+}
+
+double slowdown_of(double job, double healthy) {
+  return std::isfinite(job) && healthy > 0 ? job / healthy - 1.0 : 0.0;
+}
+
+}  // namespace
+
+void Simulation::measure_effect() {
+  GroundTruth& t = impl_->truth;
+  Scenario healthy = impl_->sc;
+  healthy.faults.clear();
+  t.job_ns = job_end_ns(impl_->colls);
+  t.healthy_job_ns = job_end_ns(Simulation(healthy).collectives());
+  t.slowdown = slowdown_of(t.job_ns, t.healthy_job_ns);
+  // Roots follow the faults other than `none`, in order.
+  size_t root = 0;
+  for (const Fault& f : impl_->sc.faults) {
+    if (f.kind == "none" || root >= t.roots.size()) continue;
+    Scenario alone = healthy;
+    alone.faults = {f};
+    t.roots[root++].slowdown_alone =
+        impl_->sc.faults.size() == 1 ? t.slowdown : slowdown_of(job_end_ns(Simulation(alone).collectives()), t.healthy_job_ns);
+  }
+}
 uint64_t Simulation::comm_hash() const { return impl_->comm_hash; }
 int Simulation::n_ranks() const { return impl_->n; }
 int Simulation::ring_next(int channel, int rank) const { return impl_->next.at(channel).at(rank); }

@@ -80,6 +80,7 @@ struct TruthRoot {
   std::string culprit_class;  // gpu_producer | gpu_consumer | network_link | flush | hang
   int rank = -1;              // global rank of the root (the sender for network_link)
   int peer = -1;              // other end for network_link, else -1
+  double slowdown_alone = 0;  // the job's slowdown with this fault alone (measure_effect())
 };
 
 struct GroundTruth {
@@ -87,6 +88,12 @@ struct GroundTruth {
   std::vector<TruthRoot> roots;  // empty for a healthy run
   uint64_t comm_hash = 0;        // the world communicator's hash (pipeline without world: pp0's)
   std::vector<SimComm> comms;    // every communicator (empty only for default-constructed truth)
+  // The faults' effect (DESIGN.md: judge sensitivity by effect, not by the fault's knob):
+  // the job's time with every fault and in the same run without any (same noise), filled by
+  // Simulation::measure_effect(); 0 when not measured or when the job never ends (hang).
+  double job_ns = 0;
+  double healthy_job_ns = 0;
+  double slowdown = 0;           // job_ns / healthy_job_ns - 1
 };
 
 struct RenderedFile {
@@ -156,6 +163,9 @@ class Simulation {
   const std::vector<SimProcess>& processes() const;
   std::vector<std::string> hosts() const;   // node order
   const GroundTruth& truth() const;
+  // Simulates the counterfactuals (no fault; each fault alone) and fills the effect fields
+  // of truth(). Costs one simulation per fault plus one.
+  void measure_effect();
 
   // The communicator (the world): its hash, size, and the ring of each channel (the world
   // ring of the ring topology; ring_next/prev throw std::out_of_range for other topologies).

@@ -27,6 +27,7 @@ int run_mock_command(const MockOptions& options) {
     return kExitUsage;
   }
   try {
+    sim->measure_effect();  // ground truth: the job's slowdown against the same run without faults
     if (traces) sim->write(options.out);
     else sim->write(options.out, [&](int node) { return mock::render_host_probing(*sim, node, probing); });
     std::cout << "wrote " << sim->hosts().size() << " host directories under " << options.out
