@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
       ->required();
   m->add_option("--scenario", mock_options.scenario, "scenario SPEC, e.g. topology=ring,nodes=4,fault=slow_gpu:13")
       ->required();
+  m->add_option("--format", mock_options.format,
+                "nccl-json (NCCL example-profiler traces, default), or probing's exports: probing-csv or "
+                "probing-json, options joined by '+': untagged (no global.* columns), blank (unsigned "
+                "cells empty/null as probing's CLI writes them), cast (CAST AS BIGINT: negative hashes), "
+                "coll_perf (add nccl.coll_perf), no_proxy_ops, no_inflight; e.g. probing-csv+untagged+blank");
   m->footer(mock_scenario_help());
 
   std::string report_file;

@@ -1,4 +1,4 @@
-// libFuzzer target: probing's nccl.proxy_ops / nccl.net_qp CSV reader.
+// libFuzzer target: probing's CSV reader (nccl.proxy_ops, net_qp, inflight_ops, coll_perf).
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -25,17 +25,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(q.quantile_ns(0.5) <= q.max_ns && q.quantile_ns(0.99) >= q.quantile_ns(0.5));
     qp_rows += q.count;
   }
-  check(in.records == d.ops.size() + qp_rows);
+  check(in.records == d.ops.size() + qp_rows + d.kernel_starts.size() + d.inflight.size());
   uint64_t reasons = 0;
   for (const auto& [why, n] : in.reject_reasons) {
     check(!why.empty() && why.size() < 96 && n > 0);
     reasons += n;
   }
   check(reasons == in.rejected);
-  check(in.records > 0 || !in.error.empty());
+  // An inflight_ops export with a header and no row is a snapshot of nothing, not an error.
+  check(in.records > 0 || !in.error.empty() || in.layout == "inflight_ops");
   for (const ProxyOpRecord& r : d.ops) {
     check(r.rank >= 0 && r.peer >= 0 && r.channel >= 0 && r.steps > 0);
     check(r.process < d.processes.size());
   }
+  for (const InflightRecord& f : d.inflight) check(f.process < d.processes.size() && f.rank >= 0);
+  for (const KernelStartRecord& k : d.kernel_starts) check(k.process < d.processes.size());
   return 0;
 }
