@@ -71,7 +71,7 @@ struct ChainRow {
 struct InputRow {
   std::string host;
   std::string path;                 // <= 255 chars in the file
-  std::string format;               // nccl-json | probing-csv | shard | mock
+  std::string format;               // nccl-json | probing-csv | probing-json | shard | mock
   uint64_t records = 0;
   uint64_t rejected = 0;
 };

@@ -39,10 +39,10 @@ struct CommRankSeen {
 struct InputReport {
   std::string host;
   std::string path;
-  std::string format;              // nccl-json | probing-csv | shard | mock | unknown
+  std::string format;              // nccl-json | probing-csv | probing-json | shard | mock | unknown
   std::string layout;              // nccl-json: the plugin layout detected (FORMATS.md §2):
                                    // 2.23 | 2.24-2.26 | 2.27+ | 2.28-2.29.2 | 2.29.3+ | unknown;
-                                   // probing-csv: proxy_ops | net_qp
+                                   // probing-csv/json: proxy_ops | net_qp | inflight_ops | coll_perf
   uint64_t records = 0;            // ProxyOp records kept
   uint64_t rejected = 0;           // lines, rows or steps rejected
   std::map<std::string, uint64_t> reject_reasons;
