@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/inflight_hang.hpp"
+#include "analysis/unexplained_send_gpu_wait.hpp"
 #include "analysis/wait_graph.hpp"
 
 namespace culprit {
@@ -451,6 +452,26 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       if (consume > 0) evidence[f.dst].offer(consume, "gpu_consumer");
     }
   }
+  // Without kernel clocks for a GPU: its SendGpuWait beyond what its inputs' late arrival
+  // explains is its own time (unexplained_send_gpu_wait.hpp).
+  {
+    std::vector<SendGpuWaitFact> sends;
+    std::vector<InputArrivalFact> arrivals;
+    for (size_t i = 0; i < facts.size(); ++i) {
+      const EdgeFacts& f = facts[i];
+      const EdgeSummary& e = obs.edges[i];
+      if (f.src == f.dst || f.p2p) continue;  // collectives only (the header says why)
+      if (f.view.has_send)
+        sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps)});
+      if (f.view.has_recv) arrivals.push_back({f.dst, e.key.comm_hash, f.late_data_ns});
+    }
+    for (const auto& [p, own_ns] : unexplained_send_gpu_wait(sends, arrivals))
+      if (!own_work_measured[p]) evidence[p].offer(own_ns, "gpu_producer");
+  }
+  if (std::none_of(own_work_measured.begin(), own_work_measured.end(), [](bool m) { return m; }) &&
+      !obs.edges.empty())
+    out.notes.push_back("no kernel clocks in the input (KernelCh, nccl.coll_perf): a GPU's own work is judged by "
+                        "its SendGpuWait beyond what its inputs' arrival explains");
   for (uint32_t p = 0; p < n; ++p) {
     if (kernel_late_total[p] <= 0) continue;
     evidence[p].offer(kernel_late_total[p], "gpu_producer");

@@ -1,0 +1,28 @@
+#include "analysis/unexplained_send_gpu_wait.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace culprit {
+
+std::map<uint32_t, double> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
+                                                     std::span<const InputArrivalFact> inputs) {
+  // The latest of each (process, communicator)'s inputs: a GPU combining several inputs
+  // waits for the last one.
+  std::map<std::pair<uint32_t, uint64_t>, double> input_lateness;
+  for (const InputArrivalFact& in : inputs) {
+    auto [it, added] = input_lateness.emplace(std::make_pair(in.receiver, in.comm_hash), in.late_per_step_ns);
+    if (!added) it->second = std::max(it->second, in.late_per_step_ns);
+  }
+  std::map<uint32_t, double> own;
+  for (const SendGpuWaitFact& s : sends) {
+    if (s.excess_per_step_ns <= 0) continue;
+    auto late = input_lateness.find({s.sender, s.comm_hash});
+    if (late == input_lateness.end()) continue;  // its input's arrival is unseen
+    double unexplained = s.excess_per_step_ns - std::max(0.0, late->second);
+    if (unexplained > 0) own[s.sender] += unexplained * s.steps;
+  }
+  return own;
+}
+
+}  // namespace culprit

@@ -1,0 +1,51 @@
+// Own-time evidence of a GPU from the proxy alone (DESIGN.md, "Own time, not wait"), for
+// inputs without kernel clocks (probing exports without coll_perf, 2.24-2.26 traces).
+//
+// SendGpuWait is the time the proxy waited for the local GPU to fill a buffer. A GPU waits
+// either for its own work or for its input: in a ring or tree a sender's input is what it
+// received the step before. So SendGpuWait above the communicator's typical one is the
+// GPU's own time only where its inputs arrived on time: the excess not explained by the
+// lateness of the data it received (RecvWait above the communicator's low reference) on the
+// same communicator. A victim downstream of a straggler waits for late input and is
+// explained; the straggler's own input is on time (it posts its receives late, so they find
+// the data there) and is not.
+//
+// What it cannot tell apart: a sender whose input comes over NVLink from a GPU of its own
+// node (no network receive of its own is recorded) is not judged here, since its input's
+// arrival is unseen; the node-interior holds of the attribution cover that case. Nor are
+// point-to-point sends (pipelines): the data a stage sends is made by work that follows
+// whatever the stream did before (a receive from the next stage, another communicator), so
+// its receives on the same communicator do not bound what it waited for. The attribution
+// feeds it collective connections only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+
+namespace culprit {
+
+// A connection's send half: its sender's SendGpuWait beyond the communicator's baseline
+// (significant excess per step, 0 if none) over `steps` steps.
+struct SendGpuWaitFact {
+  uint32_t sender = 0;
+  uint64_t comm_hash = 0;
+  double excess_per_step_ns = 0;
+  double steps = 0;
+};
+
+// A connection's receive half: how late its data arrived (RecvWait above the communicator's
+// low reference, per step; 0 if on time).
+struct InputArrivalFact {
+  uint32_t receiver = 0;
+  uint64_t comm_hash = 0;
+  double late_per_step_ns = 0;
+};
+
+// Per process: the SendGpuWait time its inputs' arrival does not explain (ns, summed over
+// its sends), for the processes that have both sends with excess and recorded inputs on the
+// same communicator. Absent: nothing unexplained, or nothing to judge it by.
+std::map<uint32_t, double> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
+                                                     std::span<const InputArrivalFact> inputs);
+
+}  // namespace culprit

@@ -1,0 +1,105 @@
+// unexplained_send_gpu_wait on hand-built facts, and probing's own mock export (8 ranks;
+// rank 2's SendGpuWait is 40 times everyone else's while its input arrives on time; rank 5,
+// the designated victim, waits long for its data) analysed end to end: the sender is named
+// first, as gpu_producer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unistd.h>
+
+#include "analysis/unexplained_send_gpu_wait.hpp"
+#include "comm/communicator.hpp"
+#include "pipeline/analyze.hpp"
+
+namespace culprit {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(UnexplainedSendGpuWait, LateInputExplainsTheWait) {
+  // Rank 1 waits for its GPU 5 us per step beyond the baseline, and its input came 5 us late.
+  SendGpuWaitFact victim{1, 7, 5000, 10};
+  InputArrivalFact late_input{1, 7, 5000};
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&victim, 1), std::span(&late_input, 1)).empty());
+}
+
+TEST(UnexplainedSendGpuWait, OnTimeInputLeavesTheGpusOwnTime) {
+  SendGpuWaitFact straggler{2, 7, 5000, 10};
+  InputArrivalFact on_time{2, 7, 0};
+  auto own = unexplained_send_gpu_wait(std::span(&straggler, 1), std::span(&on_time, 1));
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_DOUBLE_EQ(own.at(2), 5000.0 * 10);
+}
+
+TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommunicator) {
+  SendGpuWaitFact s{3, 7, 5000, 2};
+  InputArrivalFact inputs[] = {{3, 7, 1000}, {3, 7, 4000}, {3, 99, 50000}};  // comm 99: another job
+  auto own = unexplained_send_gpu_wait(std::span(&s, 1), std::span(inputs));
+  EXPECT_DOUBLE_EQ(own.at(3), 1000.0 * 2);
+}
+
+TEST(UnexplainedSendGpuWait, AnUnseenInputJudgesNothing) {
+  SendGpuWaitFact s{4, 7, 5000, 2};  // its input came over NVLink: no receive of its own
+  InputArrivalFact elsewhere{5, 7, 0};
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&s, 1), std::span(&elsewhere, 1)).empty());
+}
+
+// probing's mock rows (python/probing/nccl/mock.py: seed_mock(ranks=8, ops_per_rank=5)),
+// written as its CLI exports nccl.proxy_ops.
+std::string probing_mock_export() {
+  std::string csv =
+      "ts,rank,tp_rank,pp_rank,dp_rank,comm_hash,coll_func,seq,channel_id,peer,is_send,n_steps,trans_bytes,"
+      "send_gpu_wait_ns,send_peer_wait_ns,send_wait_ns,recv_wait_ns,recv_flush_wait_ns\n";
+  auto row = [&](long long ts, int rank, int seq, int channel, int is_send, long long sgw, long long spw, long long sw,
+                 long long rw, long long rfw) {
+    csv += std::to_string(ts) + "," + std::to_string(rank) + "," + std::to_string(rank % 2) + "," +
+           std::to_string((rank / 2) % 2) + "," + std::to_string(rank / 4) + ",3735928559,AllReduce," +
+           std::to_string(seq) + "," + std::to_string(channel) + "," + std::to_string((rank + 1) % 8) + "," +
+           std::to_string(is_send) + ",4,1048576," + std::to_string(sgw) + "," + std::to_string(spw) + "," +
+           std::to_string(sw) + "," + std::to_string(rw) + "," + std::to_string(rfw) + "\n";
+  };
+  const long long base = 1'764'000'000'000'000'000LL;
+  for (int seq = 0; seq < 5; ++seq) {
+    const long long ts = base + seq * 10'000'000LL;
+    for (int rank = 0; rank < 8; ++rank) {
+      if (rank == 2) {  // the culprit: slow GPU, high SendGpuWait
+        row(ts, rank, seq, 0, 1, 8'000'000, 0, 500'000, 200'000, 0);
+        row(ts + 1000, rank, seq, 1, 0, 0, 0, 0, 300'000, 0);
+      } else if (rank == 5) {  // the victim: waits on its peers
+        row(ts, rank, seq, 0, 1, 100'000, 0, 0, 150'000, 0);
+        row(ts + 1000, rank, seq, 0, 0, 0, 0, 0, 12'000'000, 800'000);
+      } else {
+        row(ts, rank, seq, 0, 1, 200'000, 50'000, 300'000, 250'000, 0);
+      }
+    }
+  }
+  return csv;
+}
+
+TEST(UnexplainedSendGpuWait, ProbingsMockNamesTheSlowSenderFirst) {
+  fs::path dir = fs::temp_directory_path() / ("culprit-probing-mock-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "mock-host-0");
+  std::ofstream(dir / "mock-host-0" / "proxy_ops.csv") << probing_mock_export();
+  AnalyzeOptions o;
+  o.shared = dir.string();
+  o.output = (dir / "out.h5").string();
+  o.json = (dir / "out.json").string();
+  o.quiet = true;
+  auto comm = make_serial_communicator();
+  ASSERT_EQ(run_analyze(o, *comm), kExitOk);
+  nlohmann::json v = nlohmann::json::parse(std::ifstream(dir / "out.json"));
+  fs::remove_all(dir);
+  ASSERT_FALSE(v["culprits"].empty()) << v["notes"];
+  const auto& top = v["culprits"][0];
+  const auto& process = v["processes"][top["process_id"].get<size_t>()];
+  EXPECT_EQ(process["rank"], 2) << v["culprits"];
+  EXPECT_EQ(top["culprit_class"], "gpu_producer") << v["culprits"];
+  EXPECT_EQ(v["status"], "ok") << v["notes"];
+}
+
+}  // namespace
+}  // namespace culprit
