@@ -16,7 +16,7 @@ runs=${2:-5}
 cd "$root"
 # shellcheck source=scripts/mpi_env.sh
 . scripts/mpi_env.sh
-unset OMPI_MCA_pml OMPI_MCA_btl OMPI_MCA_osc OMPI_MCA_coll_hcoll_enable  # the binary's own choice
+unset OMPI_MCA_pml OMPI_MCA_btl OMPI_MCA_osc OMPI_MCA_coll_hcoll_enable OMPI_MCA_mpi_yield_when_idle  # the binary's own choice
 
 tmp=$(mktemp -d /tmp/nccl-culprit-bench-mpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -38,10 +38,24 @@ median_wall() {
 }
 
 share() {  # mpirun wall, in-process wall -> percent of the mpirun wall spent outside the analysis
-  awk -v m="$1" -v s="$2" 'BEGIN {printf "%.0f%%", m > 0 ? 100 * (m - s) / m : 0}'
+  awk -v m="$1" -v s="$2" 'BEGIN {printf "%.0f%%", (m > 0 ? 100 * (m - s) / m : 0)}'
 }
 
+# The floor: an MPI program that only starts and stops, with the tool's transport.
+floor=""
+if command -v mpicc > /dev/null; then
+  printf '#include <mpi.h>\nint main(int c, char** v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$tmp/empty.c"
+  mpicc -O2 "$tmp/empty.c" -o "$tmp/empty_mpi" 2> /dev/null && floor=$tmp/empty_mpi
+fi
+
 echo "bench_mpi_startup: 16 x 8 ring, 20 sequences, probing exports ($(du -sh "$tmp/csv" | cut -f1) CSV, $(du -sh "$tmp/json" | cut -f1) JSON); median of $runs runs"
+if [ -n "$floor" ]; then
+  for np in 1 4; do
+    # shellcheck source=scripts/mpi_transport.sh
+    wall=$(. scripts/mpi_transport.sh; median_wall mpirun -np "$np" "$floor")
+    echo "  MPI_Init + MPI_Finalize alone, mpirun -np $np, transport tool  $wall s"
+  done
+fi
 for fmt in csv json; do
   args=(analyze --shared "$tmp/$fmt" --output "$tmp/out.h5" --quiet)
   in_process=$(median_wall "$bin" "${args[@]}")

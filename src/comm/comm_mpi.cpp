@@ -22,32 +22,6 @@ void check(int rc, const char* what) {
   }
 }
 
-// The value of a string control variable of the MPI library (Open MPI exposes its MCA
-// parameters this way: "pml", "btl"), or "" when it has none.
-std::string string_cvar(const char* name) {
-  int provided = 0;
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return {};
-  std::string value;
-  int index = -1;
-  if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
-    char var_name[256], desc[1024];
-    int name_len = sizeof var_name, desc_len = sizeof desc, verbosity = 0, bind = 0, scope = 0;
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    MPI_T_enum enumtype = MPI_T_ENUM_NULL;
-    MPI_T_cvar_handle handle;
-    int count = 0;
-    if (MPI_T_cvar_get_info(index, var_name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
-                            &scope) == MPI_SUCCESS &&
-        type == MPI_CHAR && MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) == MPI_SUCCESS) {
-      std::string buf(static_cast<size_t>(count > 0 ? count : 0) + 1, '\0');
-      if (MPI_T_cvar_read(handle, buf.data()) == MPI_SUCCESS) value.assign(buf.c_str());
-      MPI_T_cvar_handle_free(&handle);
-    }
-  }
-  MPI_T_finalize();
-  return value;
-}
-
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(int* argc, char*** argv) {
@@ -58,7 +32,7 @@ class MpiCommunicator final : public Communicator {
       check(MPI_Init(argc, argv), "MPI_Init");
       owns_init_ = true;
     }
-    transport_ = describe_transport(request_, string_cvar("pml"), string_cvar("btl"));
+    transport_ = describe_transport(request_);
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);

@@ -8,7 +8,9 @@ namespace culprit {
 namespace {
 
 // Open MPI's MCA parameters for the tool's traffic: the ob1 PML (no UCX) with the self,
-// shared-memory and TCP BTLs; no UCX one-sided component and no HCOLL (both open the fabric).
+// shared-memory and TCP BTLs; no UCX one-sided component and no HCOLL (both open the fabric);
+// and an idle rank yields its core while it waits (the analyzer shares the node's cores with
+// the training job, and rank 0 works while the others wait for its verdict).
 struct Setting {
   const char* variable;
   const char* value;
@@ -19,6 +21,7 @@ constexpr Setting kToolTransport[] = {
     {"OMPI_MCA_btl", "self,vader,tcp", "btl"},
     {"OMPI_MCA_osc", "^ucx", "osc"},
     {"OMPI_MCA_coll_hcoll_enable", "0", "coll_hcoll_enable"},
+    {"OMPI_MCA_mpi_yield_when_idle", "1", "mpi_yield_when_idle"},
 };
 
 }  // namespace
@@ -41,34 +44,49 @@ TransportRequest request_tool_transport() {
   return r;
 }
 
-std::vector<std::string> rdma_libraries_loaded() {
+LoadedTransport loaded_transport() {
   static const char* const kRdma[] = {"libucp", "libuct", "libucs", "libibverbs", "librdmacm",
                                       "libmlx5", "libhcoll", "mca_pml_ucx", "mca_osc_ucx", "mca_btl_openib"};
-  std::set<std::string> seen;
+  std::set<std::string> pml, btl, rdma;
   std::ifstream maps("/proc/self/maps");
   std::string line;
   while (std::getline(maps, line)) {
     size_t slash = line.rfind('/');
     if (slash == std::string::npos) continue;
     std::string file = line.substr(slash + 1);
+    std::string stem = file.substr(0, file.find(".so"));
     for (const char* lib : kRdma)
-      if (file.rfind(lib, 0) == 0) seen.insert(file.substr(0, file.find(".so")));
+      if (file.rfind(lib, 0) == 0) rdma.insert(stem);
+    if (stem.rfind("mca_pml_", 0) == 0) pml.insert(stem.substr(8));
+    if (stem.rfind("mca_btl_", 0) == 0) btl.insert(stem.substr(8));
   }
-  return {seen.begin(), seen.end()};
+  return {{pml.begin(), pml.end()}, {btl.begin(), btl.end()}, {rdma.begin(), rdma.end()}};
 }
 
-std::string describe_transport(const TransportRequest& request, const std::string& pml,
-                               const std::string& btl) {
-  std::string out = "pml=" + (pml.empty() ? std::string("(Open MPI's choice)") : pml) +
-                    " btl=" + (btl.empty() ? std::string("(Open MPI's choice)") : btl);
-  if (request.site_default) out += " (site default: NCCL_CULPRIT_MPI_TRANSPORT=site)";
-  else if (!request.kept.empty()) out += " (tool default where unset; set by the user or launcher: " + request.kept.front() +
-                                        (request.kept.size() > 1 ? ", ..." : "") + ")";
-  else out += " (tool default)";
-  std::vector<std::string> rdma = rdma_libraries_loaded();
-  out += "; RDMA libraries loaded: ";
-  if (rdma.empty()) out += "none";
-  for (size_t i = 0; i < rdma.size(); ++i) out += (i ? "," : "") + rdma[i];
+namespace {
+
+std::string joined(const std::vector<std::string>& items, const char* none) {
+  if (items.empty()) return none;
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+  return out;
+}
+
+}  // namespace
+
+std::string describe_transport(const TransportRequest& request) {
+  std::string out;
+  if (request.site_default) {
+    out = "site default (NCCL_CULPRIT_MPI_TRANSPORT=site)";
+  } else {
+    std::vector<std::string> asked = request.applied;
+    asked.insert(asked.end(), request.kept.begin(), request.kept.end());
+    out = "requested " + joined(asked, "nothing") +
+          (request.kept.empty() ? " (tool default)" : " (partly set by the user or launcher)");
+  }
+  const LoadedTransport loaded = loaded_transport();
+  out += "; loaded pml " + joined(loaded.pml, "(none seen)") + ", btl " + joined(loaded.btl, "(none seen)");
+  out += "; RDMA libraries loaded: " + joined(loaded.rdma, "none");
   return out;
 }
 

@@ -20,12 +20,17 @@ struct TransportRequest {
 // Before MPI_Init. The same environment gives every rank the same choice.
 TransportRequest request_tool_transport();
 
-// Shared objects of RDMA stacks mapped into this process (libucp, libibverbs, ...), from
-// /proc/self/maps: empty when none was opened. The check that the request is in force.
-std::vector<std::string> rdma_libraries_loaded();
+// What this process has mapped, from /proc/self/maps (after MPI_Init: Open MPI keeps only
+// the components it selected loaded). The check that the request is in force, cheaper than
+// MPI_T (whose start-up registers every component: 0.2 s a call here).
+struct LoadedTransport {
+  std::vector<std::string> pml;   // Open MPI PML components (mca_pml_<name>.so): "ob1"
+  std::vector<std::string> btl;   // BTL components: "self", "tcp", ...
+  std::vector<std::string> rdma;  // RDMA stacks (libucp, libibverbs, ...): empty when none
+};
+LoadedTransport loaded_transport();
 
-// One line for the results' run info: the PML and BTLs in force and the RDMA libraries seen.
-std::string describe_transport(const TransportRequest& request, const std::string& pml,
-                               const std::string& btl);
+// One line for the results' run info: what was requested, what is loaded, RDMA seen.
+std::string describe_transport(const TransportRequest& request);
 
 }  // namespace culprit
