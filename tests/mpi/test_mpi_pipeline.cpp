@@ -133,7 +133,9 @@ TEST(Mpi, NodesWithoutInputDoNotHangTheOthers) {
   ASSERT_EQ(code, kExitOk);
   if (w.rank() == 0) {
     AnalysisResults r = read_results_h5(o.output);
-    EXPECT_EQ(r.info.status, w.size() == 2 ? "ok" : "partial");  // only with 2 ranks are both nodes read
+    // Partial only when a node's data is missing: with more than 2 ranks, ranks 2 and 3 have
+    // none. One rank reads node000 alone (node001's ends are a note, not missing data).
+    EXPECT_EQ(r.info.status, w.size() > 2 ? "partial" : "ok");
     ASSERT_FALSE(r.culprits.empty());
   }
 }
