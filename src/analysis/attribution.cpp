@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <set>
@@ -685,6 +686,14 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     row.wait_ns = static_cast<uint64_t>(g.wait_ns[p]);
   }
   std::map<uint32_t, double> blame;
+  // What a slow GPU cost the job: its victims' time inside NCCL beyond its own (it does not
+  // wait for itself, so its own time there is what the others would have spent without it),
+  // from the kernel durations that time every GPU. A fault inside NCCL (a slow wire, consumer
+  // or flush) lengthens the root's own time there as much as its victims', so this measure
+  // says nothing about it; its cost is left unknown rather than guessed (docs/attribution.md).
+  std::vector<double> busy(n, 0.0);
+  for (const GlobalCommRank& c : obs.comm_ranks) busy[c.process] += static_cast<double>(c.busy_sum_ns);
+  std::map<uint32_t, double> cost;
   std::map<uint32_t, uint32_t> victims;
   for (uint32_t p = 0; p < n; ++p) {
     int64_t r = g.attributed_root[p];
@@ -694,6 +703,8 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     row.attributed_root = r;
     row.chain_depth = static_cast<int32_t>(g.chain[p].size()) - 1;
     blame[static_cast<uint32_t>(r)] += g.wait_ns[p];
+    if (busy[static_cast<size_t>(r)] > 0 && busy[p] > 0)
+      cost[static_cast<uint32_t>(r)] += std::max(0.0, busy[p] - busy[static_cast<size_t>(r)]);
     victims[static_cast<uint32_t>(r)] += 1;
     for (uint32_t hop = 0; hop < g.chain[p].size(); ++hop) out.chains.push_back({p, hop, g.chain[p][hop]});
   }
@@ -703,6 +714,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     if (!hung.count(r)) blame[r] += evidence[r].ns;
   double total_blame = 0;
   for (uint32_t r : roots) total_blame += blame[r];
+  // The job's time inside NCCL: every process's, summed (what a root's blame is a share of).
+  double job_busy_ns = 0;
+  for (double b : busy) job_busy_ns += b;
   for (uint32_t r : roots) {
     ProcessRow& row = out.processes[r];
     row.role = "culprit";
@@ -727,6 +741,11 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     c.peer_process_id = evidence[r].peer;
     c.blame_ns = row.blame_ns;
     c.blame_share = total_blame > 0 ? blame[r] / total_blame : 0;
+    // A hang stops everyone who waits on it: its share is theirs (and its own) of the job.
+    if (hung.count(r)) c.job_share = n > 0 ? static_cast<double>(victims[r] + 1) / static_cast<double>(n) : 0;
+    else if (evidence[r].culprit_class == "gpu_producer" && busy[r] > 0 && job_busy_ns > 0)
+      c.job_share = std::min(1.0, cost[r] / job_busy_ns);
+    else c.job_share = std::numeric_limits<double>::quiet_NaN();  // not measurable here (above)
     c.victims = victims[r];
     c.score = row.score;
     out.culprits.push_back(c);

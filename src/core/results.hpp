@@ -58,6 +58,7 @@ struct CulpritRow {
   int64_t peer_process_id = -1;     // other end of a network_link, else -1
   uint64_t blame_ns = 0;
   double blame_share = 0.0;         // blame_ns / total blame of all culprits
+  double job_share = 0.0;           // its cost / all processes' time inside NCCL (NaN: not measurable)
   uint32_t victims = 0;
   double score = 0.0;
 };

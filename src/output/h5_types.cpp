@@ -74,6 +74,7 @@ constexpr std::array kCulpritFields{
     CULPRIT_FIELD(CulpritRec, peer_process_id, I64),
     CULPRIT_FIELD(CulpritRec, blame_ns, U64),
     CULPRIT_FIELD(CulpritRec, blame_share, F64),
+    CULPRIT_OPTIONAL_FIELD(CulpritRec, job_share, F64),
     CULPRIT_FIELD(CulpritRec, victims, U32),
     CULPRIT_FIELD(CulpritRec, score, F64),
 };
@@ -310,6 +311,7 @@ CulpritRec to_record(const CulpritRow& row) {
   rec.peer_process_id = row.peer_process_id;
   rec.blame_ns = row.blame_ns;
   rec.blame_share = row.blame_share;
+  rec.job_share = row.job_share;
   rec.victims = row.victims;
   rec.score = row.score;
   return rec;
@@ -324,6 +326,7 @@ CulpritRow from_record(const CulpritRec& rec) {
   row.peer_process_id = rec.peer_process_id;
   row.blame_ns = rec.blame_ns;
   row.blame_share = rec.blame_share;
+  row.job_share = rec.job_share;
   row.victims = rec.victims;
   row.score = rec.score;
   return row;

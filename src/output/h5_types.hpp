@@ -94,6 +94,7 @@ struct CulpritRec {
   int64_t peer_process_id;
   uint64_t blame_ns;
   double blame_share;
+  double job_share;
   uint32_t victims;
   double score;
 };

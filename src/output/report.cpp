@@ -6,6 +6,7 @@
 // (listed only when few, else totals and the files with rejections), and the run notes.
 #include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <map>
@@ -129,7 +130,8 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
     out << "No culprit: no significant waiting found.\n";
     return;
   }
-  out << "Culprits (most blame first):\n";
+  out << "Culprits (most blame first; job: its cost as a share of all processes' time inside NCCL, ? where\n"
+         "the data cannot measure it):\n";
   const std::size_t shown = std::min(r.culprits.size(), kMaxCulprits);
   std::vector<std::string> names(shown);
   std::size_t name_width = 0;
@@ -145,10 +147,11 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
     const std::string rank = procs.rank(c.process_id);
     if (!rank.empty()) where += ", " + rank;
     const std::string number = format("#%zu", k + 1);
-    out << format("  %-3s %-*s  %-12s  blame %5.1f%% (%s)  victims %u  score %.2f  [%s]\n",
+    const std::string job = std::isnan(c.job_share) ? "    ?" : format("%5.1f%%", c.job_share * 100.0);
+    out << format("  %-3s %-*s  %-12s  blame %5.1f%% (%s)  job %s  victims %u  score %.2f  [%s]\n",
                   number.c_str(), static_cast<int>(name_width), names[k].c_str(),
                   c.culprit_class.c_str(), c.blame_share * 100.0, duration(c.blame_ns).c_str(),
-                  c.victims, c.score, where.c_str());
+                  job.c_str(), c.victims, c.score, where.c_str());
     if (c.peer_process_id >= 0) {
       out << "      link to " << procs.name(c.peer_process_id);
       if (procs.find(c.peer_process_id)) out << format(" (process %" PRId64 ")", c.peer_process_id);

@@ -76,6 +76,7 @@ json to_json(const CulpritRow& c) {
               {"peer_process_id", c.peer_process_id},
               {"blame_ns", c.blame_ns},
               {"blame_share", c.blame_share},
+              {"job_share", c.job_share},
               {"victims", c.victims},
               {"score", c.score}};
 }

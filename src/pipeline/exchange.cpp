@@ -36,6 +36,7 @@ struct WireCommRank {
   uint64_t op_time_sum_ns;
   uint64_t gap_sum_ns;
   uint64_t gap_period_sum_ns;
+  uint64_t busy_sum_ns;
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
@@ -100,7 +101,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
     ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.gap_sum_ns,
-                c.gap_period_sum_ns, c.rank, c.process, c.kernel_samples,
+                c.gap_period_sum_ns, c.busy_sum_ns, c.rank, c.process, c.kernel_samples,
                 (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u) | (c.seq_unknown ? 4u : 0u),
                 c.op_samples, c.gap_samples};
   }
@@ -158,6 +159,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.gap_sum_ns = c.gap_sum_ns;
     g.gap_period_sum_ns = c.gap_period_sum_ns;
     g.gap_samples = c.gap_samples;
+    g.busy_sum_ns = c.busy_sum_ns;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
     s.comm_ranks.push_back(g);
   }
@@ -233,6 +235,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
           seen.gap_period_sum_ns = c.gap_period_sum_ns;
           seen.gap_samples = c.gap_samples;
         }
+        seen.busy_sum_ns = std::max(seen.busy_sum_ns, c.busy_sum_ns);
         if (c.op_samples > seen.op_samples) {
           seen.op_time_sum_ns = c.op_time_sum_ns;
           seen.op_samples = c.op_samples;

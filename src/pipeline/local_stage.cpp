@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace culprit {
@@ -97,6 +98,41 @@ void measure_op_times(const LocalData& data, const std::vector<CommWindow>& wind
   }
 }
 
+void measure_busy_time(const LocalData& data, const std::vector<CommWindow>& windows,
+                       std::vector<GlobalCommRank>& ranks) {
+  std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
+  for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
+  auto in_window = [&](uint64_t comm, uint64_t seq, bool unwindowed) {
+    if (unwindowed) return true;
+    auto it = std::lower_bound(windows.begin(), windows.end(), comm,
+                               [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
+    return it == windows.end() || it->comm_hash != comm || seq >= it->min_seq;
+  };
+  std::set<std::pair<uint64_t, int32_t>> kernel_timed;
+  for (const KernelStartRecord& k : data.kernel_starts) {
+    if (k.stop_gpu_clk_ns <= k.start_gpu_clk_ns || !in_window(k.comm_hash, k.seq, k.is_p2p)) continue;
+    auto it = by_rank.find({k.comm_hash, k.rank});
+    if (it == by_rank.end()) continue;
+    it->second->busy_sum_ns += k.stop_gpu_clk_ns - k.start_gpu_clk_ns;
+    kernel_timed.insert({k.comm_hash, k.rank});
+  }
+  // Without kernel records: each collective's span over the rank's proxy ops (start to end on
+  // its own clock); p2p ops each count alone.
+  std::map<std::tuple<uint64_t, int32_t, uint64_t>, std::pair<uint64_t, uint64_t>> spans;
+  for (const ProxyOpRecord& op : data.ops) {
+    if (op.end_ns <= op.start_ns || kernel_timed.count({op.comm_hash, op.rank}) || !record_in_window(op, windows)) continue;
+    if (op.is_p2p) {
+      if (auto it = by_rank.find({op.comm_hash, op.rank}); it != by_rank.end()) it->second->busy_sum_ns += op.end_ns - op.start_ns;
+      continue;
+    }
+    auto [it, added] = spans.emplace(std::make_tuple(op.comm_hash, op.rank, op.seq), std::make_pair(op.start_ns, op.end_ns));
+    if (!added) it->second = {std::min(it->second.first, op.start_ns), std::max(it->second.second, op.end_ns)};
+  }
+  for (const auto& [key, span] : spans)
+    if (auto it = by_rank.find({std::get<0>(key), std::get<1>(key)}); it != by_rank.end())
+      it->second->busy_sum_ns += span.second - span.first;
+}
+
 LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWindow>& windows,
                                  ReducePath path) {
   LocalStageResult result;
@@ -115,6 +151,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   }
   measure_kernel_lateness(data, windows, s.comm_ranks);
   measure_op_times(data, windows, s.comm_ranks);
+  measure_busy_time(data, windows, s.comm_ranks);
   ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
   s.edges = std::move(reduced.edges);
   result.reduce_path = reduced.path_used;

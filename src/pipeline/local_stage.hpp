@@ -32,6 +32,11 @@ struct LocalStageResult {
 void measure_op_times(const LocalData& data, const std::vector<CommWindow>& windows,
                       std::vector<GlobalCommRank>& ranks);
 
+// Time inside NCCL operations per (communicator, rank) within the window: kernel durations
+// where kernel records exist, else per operation the span of its proxy ops.
+void measure_busy_time(const LocalData& data, const std::vector<CommWindow>& windows,
+                       std::vector<GlobalCommRank>& ranks);
+
 LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWindow>& windows,
                                  ReducePath path);
 

@@ -47,6 +47,10 @@ struct GlobalCommRank {
   // gap_sum_ns / gap_period_sum_ns is the share of its time the GPU spent on its own work.
   uint64_t gap_period_sum_ns = 0;
   uint32_t gap_samples = 0;
+  // Time it spent inside its NCCL operations of this communicator in the window: kernel
+  // durations (KernelCh, coll_perf), else the span of its proxy ops per operation; 0 when
+  // no input times them. The denominator of a root's job_share.
+  uint64_t busy_sum_ns = 0;
 };
 
 // Wire time of one InfiniBand queue pair (probing's nccl.net_qp), summed.

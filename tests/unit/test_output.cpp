@@ -103,8 +103,8 @@ AnalysisResults sample_results() {
   edge(kSmallHash, 3, 4, 5, 0, 1, "slow_link");
   edge(kBigHash, 2, 5, 6, 5, 6, "slow_flush");
 
-  r.culprits.push_back({0, "node001", 4702, "gpu_producer", -1, 1200000000ull, 0.75, 2, 0.93});
-  r.culprits.push_back({4, "node003", 5001, "network_link", 5, 400000000ull, 0.25, 1, 0.5});
+  r.culprits.push_back({0, "node001", 4702, "gpu_producer", -1, 1200000000ull, 0.75, 0.31, 2, 0.93});
+  r.culprits.push_back({4, "node003", 5001, "network_link", 5, 400000000ull, 0.25, 0.08, 1, 0.5});
 
   r.chains = {{2, 0, 2}, {2, 1, 1}, {2, 2, 0}, {1, 0, 1}, {1, 1, 0}, {6, 0, 6}, {6, 1, 4}};
 
@@ -190,6 +190,7 @@ void expect_equal(const AnalysisResults& a, const AnalysisResults& b) {
     EXPECT_EQ(x.peer_process_id, y.peer_process_id);
     EXPECT_EQ(x.blame_ns, y.blame_ns);
     EXPECT_EQ(x.blame_share, y.blame_share);
+    EXPECT_EQ(x.job_share, y.job_share);
     EXPECT_EQ(x.victims, y.victims);
     EXPECT_EQ(x.score, y.score);
   }
@@ -261,6 +262,7 @@ const std::vector<std::pair<std::string, std::vector<Member>>>& contract_tables(
         {"peer_process_id", 'i', 8},
         {"blame_ns", 'u', 8},
         {"blame_share", 'f', 8},
+        {"job_share", 'f', 8},
         {"victims", 'u', 4},
         {"score", 'f', 8}}},
       {"chains", {{"victim", 'u', 4}, {"hop", 'u', 4}, {"process_id", 'u', 4}}},
@@ -652,6 +654,7 @@ TEST_F(OutputTest, JsonHasTheSameVerdict) {
   EXPECT_EQ(j["culprits"][0].at("pid"), 4702);
   EXPECT_EQ(j["culprits"][0].at("culprit_class"), "gpu_producer");
   EXPECT_EQ(j["culprits"][0].at("blame_share"), 0.75);
+  EXPECT_EQ(j["culprits"][0].at("job_share"), 0.31);
   EXPECT_EQ(j["culprits"][1].at("culprit_class"), "network_link");
   EXPECT_EQ(j["culprits"][1].at("peer_process_id"), 5);
   EXPECT_EQ(j.at("processes").size(), 7u);
@@ -806,7 +809,7 @@ TEST(OutputReport, StaysCompactForLargeJobs) {
                         100, p % 10 == 0 ? 1u : 0u});
   }
   for (uint32_t k = 0; k < 30; ++k) {
-    r.culprits.push_back({k, "node100", 1000 + k, "hang", -1, 1000, 1.0 / 30, 3, 0.1});
+    r.culprits.push_back({k, "node100", 1000 + k, "hang", -1, 1000, 1.0 / 30, 0.1, 3, 0.1});
   }
   for (uint32_t hop = 0; hop <= 40; ++hop) r.chains.push_back({40, hop, 40 - hop});
   const std::string text = report_of(r);
