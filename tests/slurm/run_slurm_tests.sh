@@ -379,12 +379,22 @@ if [ -n "$stuck" ]; then
     bad "attach.sh --dry-run prints the srun command" "$(show)"
   fi
 
-  # (d) someone else's job (run as nobody).
-  if command -v runuser >/dev/null 2>&1 && runuser -u nobody -- test -x "$BIN" 2>/dev/null &&
-    runuser -u nobody -- test -r "$sdir/lib.sh" 2>/dev/null; then
+  # (d) someone else's job (run as nobody). A checkout or build below a directory that other
+  # users cannot enter (a CI clone, a home directory) is staged where nobody can read it.
+  nobody_bin=$BIN nobody_sdir=$sdir
+  if command -v runuser >/dev/null 2>&1 &&
+    ! { runuser -u nobody -- test -x "$BIN" && runuser -u nobody -- test -r "$sdir/lib.sh"; } 2>/dev/null; then
+    stage=$(mktemp -d /tmp/nccl-culprit-slurm-nobody.XXXXXX) && chmod 755 "$stage" &&
+      mkdir -p "$stage/scripts" && cp -r "$sdir" "$stage/scripts/slurm" &&
+      cp "$repo/scripts/mpi_transport.sh" "$stage/scripts/" && cp "$BIN" "$stage/nccl-culprit" &&
+      chmod -R a+rX "$stage" && live_dirs+=("$stage") &&
+      nobody_bin=$stage/nccl-culprit nobody_sdir=$stage/scripts/slurm
+  fi
+  if command -v runuser >/dev/null 2>&1 && runuser -u nobody -- test -x "$nobody_bin" 2>/dev/null &&
+    runuser -u nobody -- test -r "$nobody_sdir/lib.sh" 2>/dev/null; then
     rc=0
-    (cd / && timeout 30 runuser -u nobody -- env "SLURM_CONF=$SLURM_CONF" "NCCL_CULPRIT_BIN=$BIN" \
-      "$sdir/attach.sh" "$stuck" >"$out" 2>"$err") || rc=$?
+    (cd / && timeout 30 runuser -u nobody -- env "SLURM_CONF=$SLURM_CONF" "NCCL_CULPRIT_BIN=$nobody_bin" \
+      "$nobody_sdir/attach.sh" "$stuck" >"$out" 2>"$err") || rc=$?
     if [ "$rc" -eq 1 ] && [ "$(wc -l <"$err")" -eq 1 ] && grep -q "belongs to root" "$err"; then
       ok "attach.sh refuses another user's job ($(cat "$err"))"
     else
