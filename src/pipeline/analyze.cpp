@@ -2,11 +2,11 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <stdexcept>
 
 #include "analysis/attribution.hpp"
@@ -88,6 +88,25 @@ Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string
   return c;
 }
 
+// What the readers assumed about their files, one line each: the same note of many files
+// (one export per node) is said once, with the first file and how many more.
+std::vector<std::string> reader_notes(const std::vector<InputReport>& inputs) {
+  std::vector<std::pair<std::string, std::pair<std::string, size_t>>> assumed;  // note -> (first file, files)
+  std::map<std::string, size_t> index;
+  for (const InputReport& in : inputs)
+    for (const std::string& note : in.notes) {
+      auto [it, added] = index.emplace(note, assumed.size());
+      if (added) assumed.push_back({note, {in.path, 1}});
+      else ++assumed[it->second].second.second;
+    }
+  std::vector<std::string> lines;
+  for (const auto& [note, where] : assumed) {
+    const auto& [first, files] = where;
+    lines.push_back(first + (files > 1 ? " (and " + std::to_string(files - 1) + " more file(s))" : "") + ": " + note);
+  }
+  return lines;
+}
+
 AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, const std::string& transport,
                          const Observations& obs, const std::vector<InputReport>& inputs,
                          bool any_node_failed, const std::string& describe_input,
@@ -111,15 +130,6 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
   // lost data of a node; a connection recorded by one end only, or a rank known only as a
   // peer (in a hang: the one that stopped), is a note.
   bool partial = any_node_failed;
-  // What a reader assumed about its files: the same note of many files (one export per
-  // node) is said once, with the first file and how many more.
-  std::vector<std::pair<std::string, std::pair<std::string, size_t>>> assumed;  // note -> (first file, files)
-  for (const InputReport& in : inputs)
-    for (const std::string& note : in.notes) {
-      auto same = std::find_if(assumed.begin(), assumed.end(), [&](const auto& a) { return a.first == note; });
-      if (same == assumed.end()) assumed.push_back({note, {in.path, 1}});
-      else ++same->second.second;
-    }
   for (const InputReport& in : inputs) {
     partial = partial || !in.error.empty() || in.truncated;
     InputRow row{in.host, in.path, in.format, in.records, in.rejected};
@@ -131,9 +141,7 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
       r.info.notes.push_back(in.path + ": " + why);
     }
   }
-  for (const auto& [note, where] : assumed)
-    r.info.notes.push_back(where.first + (where.second > 1 ? " (and " + std::to_string(where.second - 1) + " more file(s))" : "") +
-                           ": " + note);
+  for (std::string& note : reader_notes(inputs)) r.info.notes.push_back(std::move(note));
   if (a.ranks_without_data > 0)
     r.info.notes.push_back(std::to_string(a.ranks_without_data) +
                            " rank(s) known only as peers of others: no input holds records of theirs");
