@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "analysis/inflight_hang.hpp"
+#include "analysis/queue_pair_wires.hpp"
 #include "analysis/sequence_hang.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
 #include "analysis/wait_graph.hpp"
@@ -481,31 +482,13 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     // is one straggler, not a consumer fault.
     if (evidence[p].culprit_class == "gpu_consumer") evidence[p].culprit_class = "gpu_producer";
   }
-  // Queue pairs (probing's nccl.net_qp): one that moves its bytes at well under the job's
-  // typical wire speed is a slow wire or NIC at that process. Its peer is the far end of
-  // the process's slowest outbound connection.
+  // Queue pairs (probing's nccl.net_qp) well under the job's wire speed (queue_pair_wires.hpp).
   {
-    std::vector<double> rates;
-    for (const QpObservation& q : obs.qps)
-      if (q.bytes && q.sum_ns) rates.push_back(static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns));
-    Robust base = robust_of(rates);
-    if (base.n >= 3 && base.median > 0) {
-      for (const QpObservation& q : obs.qps) {
-        if (!q.bytes || !q.sum_ns || q.process >= n) continue;
-        double rate = static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns);
-        double excess_ns = static_cast<double>(q.sum_ns) - static_cast<double>(q.bytes) * 1e9 / base.median;
-        if (rate * cfg.qp_slow_ratio > base.median) continue;  // not slow enough
-        if (excess_ns <= cfg.abs_floor_ns * static_cast<double>(q.count)) continue;
-        int64_t peer = -1;
-        double worst = -1;
-        for (const EdgeFacts& f : facts)
-          if (f.src == q.process && f.view.has_send && f.view.step_ns[kSendWait] > worst) {
-            worst = f.view.step_ns[kSendWait];
-            peer = f.dst;
-          }
-        evidence[q.process].offer(excess_ns, "network_link", peer);
-      }
-    }
+    std::vector<OutboundSendWait> sends;
+    for (const EdgeFacts& f : facts)
+      if (f.view.has_send) sends.push_back({f.src, f.dst, f.view.step_ns[kSendWait]});
+    for (const SlowQueuePair& q : slow_queue_pairs(obs.qps, sends, n, cfg))
+      evidence[q.process].offer(q.excess_ns, "network_link", q.peer);
   }
   // A hang: the ranks whose records stop before the newest sequence their communicator
   // reached (sequence_hang.hpp).

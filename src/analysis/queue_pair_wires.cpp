@@ -1,0 +1,42 @@
+#include "analysis/queue_pair_wires.hpp"
+
+namespace culprit {
+namespace {
+
+double bytes_per_second(const QpObservation& q) {
+  return static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns);
+}
+
+int64_t slowest_outbound_peer(uint32_t process, std::span<const OutboundSendWait> sends) {
+  int64_t peer = -1;
+  double worst = -1;
+  for (const OutboundSendWait& s : sends)
+    if (s.src == process && s.send_wait_per_step_ns > worst) {
+      worst = s.send_wait_per_step_ns;
+      peer = s.dst;
+    }
+  return peer;
+}
+
+}  // namespace
+
+std::vector<SlowQueuePair> slow_queue_pairs(std::span<const QpObservation> qps,
+                                            std::span<const OutboundSendWait> sends, size_t n_processes,
+                                            const AttributionConfig& cfg) {
+  std::vector<double> rates;
+  for (const QpObservation& q : qps)
+    if (q.bytes && q.sum_ns) rates.push_back(bytes_per_second(q));
+  Robust base = robust_of(rates);
+  std::vector<SlowQueuePair> slow;
+  if (base.n < 3 || base.median <= 0) return slow;
+  for (const QpObservation& q : qps) {
+    if (!q.bytes || !q.sum_ns || q.process >= n_processes) continue;
+    if (bytes_per_second(q) * cfg.qp_slow_ratio > base.median) continue;  // not slow enough
+    double excess_ns = static_cast<double>(q.sum_ns) - static_cast<double>(q.bytes) * 1e9 / base.median;
+    if (excess_ns <= cfg.abs_floor_ns * static_cast<double>(q.count)) continue;
+    slow.push_back({q.process, excess_ns, slowest_outbound_peer(q.process, sends)});
+  }
+  return slow;
+}
+
+}  // namespace culprit
