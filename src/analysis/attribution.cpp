@@ -472,8 +472,8 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   }
   if (std::none_of(own_work_measured.begin(), own_work_measured.end(), [](bool m) { return m; }) &&
       !obs.edges.empty())
-    out.notes.push_back("no kernel clocks in the input (KernelCh, nccl.coll_perf): a GPU's own work is judged by "
-                        "its SendGpuWait beyond what its inputs' arrival explains");
+    out.notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
+                        "work is judged by its SendGpuWait beyond what its inputs' arrival explains");
   for (uint32_t p = 0; p < n; ++p) {
     if (kernel_late_total[p] <= 0) continue;
     evidence[p].offer(kernel_late_total[p], "gpu_producer");
