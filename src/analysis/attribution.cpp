@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "analysis/inflight_hang.hpp"
+#include "analysis/own_work_stragglers.hpp"
 #include "analysis/queue_pair_wires.hpp"
 #include "analysis/sequence_hang.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
@@ -312,13 +313,15 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
         if (excess > guard && excess_ns > cfg.kernel_abs_floor_ns * gap_count[p]) kernel_late_total[p] = excess_ns;
       }
     };
-    // Each GPU's mean gap relative to the others of its role (their median), pooled over the
-    // roles: the spread of that ratio across the whole job measures the noise, which a
-    // handful of GPUs per role cannot.
+    // Pipeline stages (GPUs with send/recv roles): each GPU's mean gap relative to the others
+    // of its role (their median), pooled over the roles: the spread of that ratio across the
+    // whole job measures the noise, which a handful of GPUs per role cannot. The gap-by-gap
+    // test below is not yet measured on pipelines, where it named hardware spread in
+    // pipeline+world jobs (docs/attribution.md); this rule keeps their results as they were.
     std::vector<double> role_mean(n, 0.0);
     std::vector<uint32_t> with_peers;
     for (const auto& [key, members] : peers_by_role) {
-      if (members.size() < 2 || (members.size() < 3 && peers_by_role.size() > 1)) continue;
+      if (key.empty() || members.size() < 2 || (members.size() < 3 && peers_by_role.size() > 1)) continue;
       // The median of the others: sort once, then skip the member's own place.
       std::vector<std::pair<double, uint32_t>> sorted;
       for (uint32_t p : members) sorted.emplace_back(gap_sum[p] / gap_count[p], p);
@@ -335,6 +338,37 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     auto relative_gap_ns = [&](uint32_t p, double excess) { return excess * role_mean[p] * gap_count[p]; };
     auto everyone_judged = [](uint32_t) { return true; };
     judge(with_peers, relative_gap, relative_gap_ns, 1.0, everyone_judged);  // 1: as fast as its role peers
+    // GPUs of collectives only: each communicator rank's gaps against its peers', gap by gap
+    // (own_work_stragglers.hpp).
+    {
+      std::vector<GapObservation> gap_ranks;
+      for (const GlobalCommRank& c : obs.comm_ranks) {
+        if (c.gap_samples == 0 || c.gap_period_sum_ns == 0 || alone[c.process] || !own_work_measured[c.process] ||
+            !role[c.process].empty())
+          continue;
+        // Role: the communicator (a collective's ranks all do the same work) or, for
+        // send/recv, the place in it; with the process's places in its pipelines.
+        std::vector<std::pair<int32_t, int32_t>> key = role[c.process];
+        if (c.has_collective) key.emplace_back(-1, static_cast<int32_t>(c.comm_hash & 0x7fffffff));
+        else key.emplace_back(-2 - n_ranks[c.comm_hash], c.rank);
+        uint64_t role_hash = 1469598103934665603ull;
+        for (const auto& [a, b] : key)
+          for (int32_t v : {a, b}) role_hash = (role_hash ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+        if (c.has_collective) role_hash ^= c.comm_hash;
+        GapObservation g;
+        g.process = c.process;
+        g.role = role_hash;
+        g.samples = c.gap_samples;
+        g.mean_gap_ns = static_cast<double>(c.gap_sum_ns) / c.gap_samples;
+        g.mean_period_ns = static_cast<double>(c.gap_period_sum_ns) / c.gap_samples;
+        g.gaps = c.gaps;
+        gap_ranks.push_back(g);
+      }
+      std::map<uint64_t, size_t> role_size;
+      for (const GapObservation& g : gap_ranks) ++role_size[g.role];
+      for (const auto& [r, size] : role_size) have_gaps = have_gaps || size >= 2;
+      for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks)) kernel_late_total[s.process] += s.excess_ns;
+    }
     if (any_alone) {
       std::vector<uint32_t> everyone;
       for (const auto& [key, members] : peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
@@ -684,7 +718,10 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
     c.score = row.score;
     out.culprits.push_back(c);
   }
+  // A stopped rank stops the whole job, whatever a straggler costs beside it: hangs first.
   std::sort(out.culprits.begin(), out.culprits.end(), [](const CulpritRow& a, const CulpritRow& b) {
+    const bool a_hang = a.culprit_class == "hang", b_hang = b.culprit_class == "hang";
+    if (a_hang != b_hang) return a_hang;
     return a.blame_ns != b.blame_ns ? a.blame_ns > b.blame_ns : a.process_id < b.process_id;
   });
 

@@ -6,7 +6,7 @@
 
 #include "analysis/edge_stats.hpp"
 #include "core/results.hpp"
-#include "pipeline/observations.hpp"
+#include "analysis/observations.hpp"
 
 namespace culprit {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "analysis/wait_graph.hpp"
-#include "pipeline/observations.hpp"
+#include "analysis/observations.hpp"
 
 namespace culprit {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "analysis/edge_stats.hpp"
-#include "pipeline/observations.hpp"
+#include "analysis/observations.hpp"
 
 namespace culprit {
 

@@ -17,7 +17,7 @@
 #include <set>
 #include <utility>
 
-#include "pipeline/observations.hpp"
+#include "analysis/observations.hpp"
 
 namespace culprit {
 

@@ -37,6 +37,7 @@ struct WireCommRank {
   uint64_t gap_sum_ns;
   uint64_t gap_period_sum_ns;
   uint64_t busy_sum_ns;
+  uint64_t n_gaps;  // its GapSamples, in the gap section in comm-rank order
   int32_t rank;
   uint32_t process;
   uint32_t kernel_samples;
@@ -62,9 +63,9 @@ struct WireInput {
 
 struct WireHeader {
   uint64_t magic;
-  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls, n_inflight;
+  uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls, n_inflight, n_gaps;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c34ull;  // "nccl cul4"
+constexpr uint64_t kMagic = 0x6e63636c63756c35ull;  // "nccl cul5"
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {
@@ -86,7 +87,8 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
 
 std::vector<char> pack_node_summary(const NodeSummary& s) {
   WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size(),
-               s.qps.size(), s.p2p_calls.size(), s.inflight.size()};
+               s.qps.size(), s.p2p_calls.size(), s.inflight.size(), 0};
+  for (const GlobalCommRank& c : s.comm_ranks) h.n_gaps += c.gaps.size();
   std::vector<char> out;
   append(out, &h, 1);
   std::vector<WireProcess> procs(s.processes.size());
@@ -101,7 +103,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   for (size_t i = 0; i < ranks.size(); ++i) {
     const GlobalCommRank& c = s.comm_ranks[i];
     ranks[i] = {c.comm_hash, c.newest_seq, c.kernel_late_sum_ns, c.op_time_sum_ns, c.gap_sum_ns,
-                c.gap_period_sum_ns, c.busy_sum_ns, c.rank, c.process, c.kernel_samples,
+                c.gap_period_sum_ns, c.busy_sum_ns, c.gaps.size(), c.rank, c.process, c.kernel_samples,
                 (c.has_collective ? 1u : 0u) | (c.cut_short ? 2u : 0u) | (c.seq_unknown ? 4u : 0u),
                 c.op_samples, c.gap_samples};
   }
@@ -133,6 +135,7 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   append(out, s.qps.data(), s.qps.size());  // QpObservation is plain data
   append(out, s.p2p_calls.data(), s.p2p_calls.size());  // so is P2pCallCount
   append(out, s.inflight.data(), s.inflight.size());    // and InflightRecord
+  for (const GlobalCommRank& c : s.comm_ranks) append(out, c.gaps.data(), c.gaps.size());
   return out;
 }
 
@@ -159,6 +162,8 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     g.gap_sum_ns = c.gap_sum_ns;
     g.gap_period_sum_ns = c.gap_period_sum_ns;
     g.gap_samples = c.gap_samples;
+    if (c.n_gaps > bytes.size() / sizeof(GapSample)) throw std::runtime_error("exchange blob: bad gap count");
+    g.gaps.resize(c.n_gaps);  // filled from the gap section below
     g.busy_sum_ns = c.busy_sum_ns;
     if (c.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad process index");
     s.comm_ranks.push_back(g);
@@ -188,6 +193,15 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
   s.inflight = take<InflightRecord>(bytes, at, header[0].n_inflight);
   for (const InflightRecord& f : s.inflight)
     if (f.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad in-flight process index");
+  std::vector<GapSample> gaps = take<GapSample>(bytes, at, header[0].n_gaps);
+  size_t next = 0;
+  for (GlobalCommRank& c : s.comm_ranks) {
+    if (c.gaps.size() > gaps.size() - next) throw std::runtime_error("exchange blob: gap counts exceed the gap section");
+    std::copy(gaps.begin() + static_cast<std::ptrdiff_t>(next),
+              gaps.begin() + static_cast<std::ptrdiff_t>(next + c.gaps.size()), c.gaps.begin());
+    next += c.gaps.size();
+  }
+  if (next != gaps.size()) throw std::runtime_error("exchange blob: gap section longer than its counts");
   return s;
 }
 
@@ -234,6 +248,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
           seen.gap_sum_ns = c.gap_sum_ns;
           seen.gap_period_sum_ns = c.gap_period_sum_ns;
           seen.gap_samples = c.gap_samples;
+          seen.gaps = c.gaps;
         }
         seen.busy_sum_ns = std::max(seen.busy_sum_ns, c.busy_sum_ns);
         if (c.op_samples > seen.op_samples) {

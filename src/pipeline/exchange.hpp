@@ -6,7 +6,7 @@
 
 #include "comm/communicator.hpp"
 #include "io/local_data.hpp"
-#include "pipeline/observations.hpp"
+#include "analysis/observations.hpp"
 
 namespace culprit {
 

@@ -20,6 +20,7 @@ NodeSummary sample() {
   c.gap_sum_ns = 777;
   c.gap_period_sum_ns = 1999;
   c.gap_samples = 7;
+  c.gaps = {{41, 9.5}, {42, 9.75}};
   s.comm_ranks = {c};
   EdgeSummary e;
   e.key = {c.comm_hash, 3, 4, 1, 0};
@@ -73,6 +74,9 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   EXPECT_TRUE(back.comm_ranks[0].cut_short);
   EXPECT_TRUE(back.comm_ranks[0].seq_unknown);
   EXPECT_EQ(back.comm_ranks[0].gap_samples, 7u);
+  ASSERT_EQ(back.comm_ranks[0].gaps.size(), 2u);
+  EXPECT_EQ(back.comm_ranks[0].gaps[1].key, 42u);
+  EXPECT_EQ(back.comm_ranks[0].gaps[1].log_ns, 9.75);
   EXPECT_EQ(back.comm_ranks[0].gap_period_sum_ns, 1999u);
   ASSERT_EQ(back.edges.size(), 1u);
   EXPECT_EQ(back.edges[0].phase_ns[kSendWait], 99u);

@@ -21,6 +21,18 @@ struct GlobalProcess {
   std::string label;
 };
 
+// One gap (own work before a kernel) of a rank, keyed so that the same gap of its role peers
+// can be found: the collective's sequence number, or for send/recv the kernel's ordinal among
+// the rank's send/recv kernels of that communicator in the trace.
+struct GapSample {
+  uint64_t key = 0;
+  double log_ns = 0;  // log of the gap in ns
+};
+static_assert(std::is_trivially_copyable_v<GapSample>);
+
+// Most gaps kept per communicator rank (the newest): enough for the statistics, small at 16k GPUs.
+inline constexpr size_t kMaxGapSamples = 256;
+
 struct GlobalCommRank {
   uint64_t comm_hash = 0;
   int32_t rank = -1;
@@ -47,6 +59,8 @@ struct GlobalCommRank {
   // gap_sum_ns / gap_period_sum_ns is the share of its time the GPU spent on its own work.
   uint64_t gap_period_sum_ns = 0;
   uint32_t gap_samples = 0;
+  // The single gaps of the window, oldest first; empty where only the sums are known.
+  std::vector<GapSample> gaps;
   // Time it spent inside its NCCL operations of this communicator in the window: kernel
   // durations (KernelCh, coll_perf), else the span of its proxy ops per operation; 0 when
   // no input times them. The denominator of a root's job_share.

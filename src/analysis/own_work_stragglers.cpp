@@ -1,0 +1,203 @@
+#include "analysis/own_work_stragglers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <boost/math/distributions/students_t.hpp>
+
+namespace culprit {
+namespace {
+
+// The standard error of a median is about sqrt(pi/2) times that of a mean.
+constexpr double kMedianEfficiency = 1.2533;
+constexpr double kPairToSigma = 1.0483;  // 1 / (sqrt(2) x 0.6745)
+// Fewer departures than this measure no spread between GPUs.
+constexpr size_t kMinPool = 3;
+// With no spread measurable (fewer than kMinPool ranks to compare), only a GPU this many
+// times slower than its peer is named: speed differences of healthy GPUs stay below it.
+constexpr double kUnmeasuredRatio = 1.5;
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+// A rank's departure from the median of its role peers, and the variance of that departure
+// due to noise (its own median's and the reference's).
+struct Departure {
+  const GapObservation* rank = nullptr;
+  double log_excess = 0;
+  // The noise of that departure (gap by gap it carries the reference's noise too), and the
+  // degrees of freedom of its estimate; 0 where only sums are known.
+  double noise_var = 0, noise_df = 1;
+  bool in_pool = false;  // its role has enough members to measure the job's spread
+};
+
+// A rank's departures, gap by gap, from the typical same gap of its role: the median over
+// all ranks that have it, which one straggler cannot move from three ranks on (the median
+// of the others could: with three ranks it would be halfway to the straggler); with two
+// ranks, the other one.
+std::vector<double> paired_departures(const GapObservation& r,
+                                      const std::map<uint64_t, std::vector<std::pair<const GapObservation*, double>>>& by_key) {
+  std::vector<double> out;
+  std::vector<double> values;
+  for (const GapSample& g : r.gaps) {
+    auto it = by_key.find(g.key);
+    if (it == by_key.end() || it->second.size() < 2) continue;
+    values.clear();
+    for (const auto& [who, log_ns] : it->second)
+      if (who != &r || it->second.size() >= 3) values.push_back(log_ns);
+    out.push_back(g.log_ns - median_of(values));
+  }
+  return out;
+}
+
+// The departures of one role's ranks. The spread of single departures is the same random
+// process for every GPU of a role, straggler or not (a slower GPU is slower every time), so
+// it is measured on all of them, robustly (the median of their spreads), with the degrees of
+// freedom of all their samples: a handful of gaps alone say little about their own noise.
+void judge_role(const std::vector<const GapObservation*>& members, std::vector<Departure>& out) {
+  std::map<uint64_t, std::vector<std::pair<const GapObservation*, double>>> by_key;
+  for (const GapObservation* r : members)
+    for (const GapSample& g : r->gaps) by_key[g.key].emplace_back(r, g.log_ns);
+  std::vector<double> mean_logs;
+  for (const GapObservation* r : members) mean_logs.push_back(std::log(std::max(1.0, r->mean_gap_ns)));
+  struct Paired {
+    double median = 0, count = 0;
+  };
+  std::vector<Paired> paired(members.size());
+  // Differences of successive departures of one rank: its own offset cancels, so their
+  // median measures the noise without a biased small-sample centre (sigma = 1.0483 x the
+  // median absolute difference of two normal draws), and a slow drift cancels too.
+  std::vector<double> differences;
+  for (size_t i = 0; i < members.size(); ++i) {
+    std::vector<double> rel = paired_departures(*members[i], by_key);
+    if (rel.size() < 2) continue;
+    for (size_t k = 1; k < rel.size(); ++k) differences.push_back(std::fabs(rel[k] - rel[k - 1]));
+    paired[i] = {median_of(rel), static_cast<double>(rel.size())};
+  }
+  const double role_df = std::max(1.0, static_cast<double>(differences.size()));
+  const double role_sigma = kPairToSigma * median_of(differences);
+  for (size_t i = 0; i < members.size(); ++i) {
+    Departure d;
+    d.rank = members[i];
+    d.in_pool = members.size() >= kMinPool;
+    if (paired[i].count > 0) {
+      d.log_excess = paired[i].median;
+      const double se = kMedianEfficiency * role_sigma / std::sqrt(paired[i].count);
+      d.noise_var = se * se;
+      d.noise_df = role_df;
+    } else {  // sums only: the mean gap against the typical mean (as above)
+      std::vector<double> values = mean_logs;
+      if (values.size() < 3) values.erase(values.begin() + static_cast<std::ptrdiff_t>(i));
+      d.log_excess = mean_logs[i] - median_of(values);
+    }
+    out.push_back(d);
+  }
+}
+
+std::vector<Departure> departures_of(const std::vector<GapObservation>& ranks) {
+  std::map<uint64_t, std::vector<const GapObservation*>> roles;
+  for (const GapObservation& r : ranks) roles[r.role].push_back(&r);
+  std::vector<Departure> out;
+  for (const auto& [role, members] : roles)
+    if (members.size() >= 2) judge_role(members, out);  // alone: nobody does the same work
+  return out;
+}
+
+// The static spread between healthy GPUs (variance of log speed), and its degrees of freedom:
+// the robust spread of all departures, less what the noise of the medians explains.
+// Each departure d_i is drawn from N(0, b + v_i): b the variance between healthy GPUs, v_i
+// its own noise, which differs from role to role (a pipeline's gaps are noisier than a
+// collective's). b is the value at which the median of d_i^2 / (b + v_i) is the median of
+// a chi-square with one degree of freedom: robust to the stragglers among the departures,
+// and right however unequal the noise.
+double between_variance_of(const std::vector<double>& departures, const std::vector<double>& noise) {
+  constexpr double kChiSquare1Median = 0.45494;
+  auto median_ratio = [&](double b) {
+    std::vector<double> ratios;
+    ratios.reserve(departures.size());
+    for (size_t i = 0; i < departures.size(); ++i) {
+      const double var = b + noise[i];
+      ratios.push_back(var > 0 ? departures[i] * departures[i] / var : std::numeric_limits<double>::infinity());
+    }
+    return median_of(std::move(ratios));
+  };
+  if (median_ratio(0) <= kChiSquare1Median) return 0;
+  double lo = 0, hi = 0;
+  for (double d : departures) hi = std::max(hi, d * d);
+  hi = std::max(hi, 1e-12) / kChiSquare1Median;  // the ratio is below the median there
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (median_ratio(mid) > kChiSquare1Median ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+// The measurement is combined with what is known of GPUs before looking (the conjugate
+// update of a variance: prior_df pseudo-observations of prior_sigma), so that a job of four
+// GPUs, whose spread cannot be measured, is neither blind nor trigger-happy.
+std::pair<double, double> between_gpu_variance(const std::vector<Departure>& departures,
+                                               const StragglerConfig& config) {
+  std::vector<double> pool, noise;
+  for (const Departure& d : departures)
+    if (d.in_pool) {
+      pool.push_back(d.log_excess);
+      noise.push_back(d.noise_var);
+    }
+  const double prior_ss = config.prior_df * config.prior_sigma * config.prior_sigma;
+  if (pool.size() < kMinPool) {
+    if (config.prior_df <= 0) return {std::numeric_limits<double>::quiet_NaN(), 0};
+    return {prior_ss / config.prior_df, config.prior_df};
+  }
+  const double measured = between_variance_of(pool, noise);
+  const double df = static_cast<double>(pool.size() - 1);
+  return {(prior_ss + df * measured) / (config.prior_df + df), config.prior_df + df};
+}
+
+double critical_t(double df, double tail) {
+  df = std::clamp(df, 1.0, 1e6);
+  boost::math::students_t dist(df);
+  return boost::math::quantile(boost::math::complement(dist, tail));
+}
+
+}  // namespace
+
+std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
+                                                  const StragglerConfig& config) {
+  std::vector<Departure> departures = departures_of(ranks);
+  const auto [between_var, between_df] = between_gpu_variance(departures, config);
+  const double tail = config.false_alarm / static_cast<double>(std::max<size_t>(1, departures.size()));
+  std::vector<OwnWorkStraggler> out;
+  for (const Departure& d : departures) {
+    const GapObservation& r = *d.rank;
+    if (d.log_excess <= 0) continue;
+    const double excess_per_gap = r.mean_gap_ns * (1 - std::exp(-d.log_excess));
+    if (excess_per_gap < config.min_excess_ns || excess_per_gap < config.min_share * r.mean_period_ns) continue;
+    OwnWorkStraggler s;
+    s.process = r.process;
+    s.excess_ns = excess_per_gap * r.samples;
+    if (std::isnan(between_var)) {
+      s.critical_t = std::log(kUnmeasuredRatio);
+      s.t = d.log_excess;  // no spread to scale by: the ratio itself is judged
+    } else {
+      const double var = d.noise_var + between_var;
+      // Welch-Satterthwaite: the degrees of freedom of a sum of estimated variances.
+      const double df_denominator =
+          d.noise_var * d.noise_var / d.noise_df + between_var * between_var / std::max(1.0, between_df);
+      const double df = df_denominator > 0 ? var * var / df_denominator : 1e6;
+      s.critical_t = critical_t(df, tail);
+      s.t = var > 0 ? d.log_excess / std::sqrt(var) : std::numeric_limits<double>::infinity();
+    }
+    if (s.t > s.critical_t) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace culprit

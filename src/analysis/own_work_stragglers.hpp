@@ -1,0 +1,65 @@
+// Signal: a GPU whose own work between its NCCL kernels is persistently longer than its
+// peers' (kernel clocks: the gap from one kernel's stop to the next one's start).
+//
+// Physics: in a collective every rank does the same work between two calls, so a straggler's
+// gaps are longer every time, while its victims' gaps are not (they wait inside the kernel,
+// not before it). Noise makes single gaps differ; hardware makes GPUs differ a little for
+// good. So each gap is compared, in logs, with the same gap of the rank's role peers (the
+// same collective, or the same send/recv kernel of a pipeline stage's schedule, so that the
+// many kinds of gap in a pipeline are compared like with like), and a rank is judged by the
+// median of those departures, against both:
+//   - the noise of that median, from the spread of the departures over the window, measured
+//     on the whole role (standard error ~ 1.2533 sigma / sqrt(samples): significance grows
+//     with the number of sequences, so a persistent 10 % straggler stands out where a one-off
+//     spike does not);
+//   - the static spread between healthy GPUs, measured on the whole job (the robust spread
+//     of every rank's departure, less what noise explains), combined with a prior for jobs
+//     too small to measure it.
+// The threshold is a Student t critical value (Welch-Satterthwaite degrees of freedom) at a
+// family-wise false alarm rate, so a small job with few GPUs to compare needs a larger
+// departure than a large one, and nothing is tuned to a fault size. A straggler must also
+// matter: its extra time per period at least min_share of the period (docs/attribution.md).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "analysis/observations.hpp"
+
+namespace culprit {
+
+// One communicator rank's gaps. Ranks of one role (same communicator, or the same place in
+// same-shaped pipelines) do the same work and are compared with each other.
+struct GapObservation {
+  uint32_t process = 0;
+  uint64_t role = 0;
+  std::span<const GapSample> gaps;  // its single gaps; empty where only the sums are known
+  double samples = 0;         // gaps measured (the sums' count)
+  double mean_gap_ns = 0;
+  double mean_period_ns = 0;  // previous kernel start to this one
+};
+
+struct StragglerConfig {
+  double false_alarm = 1e-3;  // chance that a healthy job shows any straggler
+  double min_share = 0.01;    // extra own time per period, as a share of the period
+  double min_excess_ns = 20000.0;  // per gap: below this no GPU is late enough to matter
+  // What is known of healthy GPUs of one model before looking: their sustained speeds differ
+  // by one to a few percent (clocks under power and thermal limits). Weighted as prior_df
+  // observations against the spread measured on the job.
+  double prior_sigma = 0.05;
+  double prior_df = 4;
+};
+
+struct OwnWorkStraggler {
+  uint32_t process = 0;
+  double excess_ns = 0;   // its own time beyond its peers' typical, summed over its gaps
+  double t = 0;           // departure in units of its uncertainty
+  double critical_t = 0;  // what it had to clear
+};
+
+// Ranks that are stragglers; a process may appear once per communicator rank it holds.
+std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
+                                                  const StragglerConfig& config = {});
+
+}  // namespace culprit

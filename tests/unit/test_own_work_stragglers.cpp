@@ -1,0 +1,185 @@
+// The own-work straggler signal on hand-built gaps: persistent small stragglers are named,
+// spikes, noise and the normal spread of hardware are not (own_work_stragglers.hpp).
+#include "analysis/own_work_stragglers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace culprit {
+namespace {
+
+// Standard normal draws from a fully specified generator (Box-Muller over mt19937), so the
+// inputs are the same on every standard library.
+class Normal {
+ public:
+  explicit Normal(uint32_t seed) : rng_(seed) {}
+  double operator()() {
+    const double u1 = (static_cast<double>(rng_()) + 1.0) / 4294967297.0;
+    const double u2 = static_cast<double>(rng_()) / 4294967296.0;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+struct Job {
+  int ranks = 16;
+  int samples = 20;
+  double gap_us = 2000;   // own work before each collective
+  double period_us = 2500;
+  double jitter = 0.05;   // log-normal sigma of every single gap
+  double hetero = 0;      // log-normal sigma of each GPU's static speed
+  int straggler = -1;
+  double factor = 1.0;    // the straggler's gaps are this many times longer
+  int spike_rank = -1;    // one gap of this rank is spike times longer
+  double spike = 1.0;
+  bool bimodal = false;   // a pipeline: gaps alternate between short and long kinds
+  uint32_t seed = 1;
+
+  std::vector<std::vector<GapSample>> storage;
+  std::vector<GapObservation> build() {
+    Normal z(seed);
+    storage.assign(static_cast<size_t>(ranks), {});
+    std::vector<GapObservation> out;
+    for (int r = 0; r < ranks; ++r) {
+      const double speed = std::exp(hetero * z()) * (r == straggler ? factor : 1.0);
+      double sum = 0;
+      for (int k = 0; k < samples; ++k) {
+        double gap = gap_us * 1000 * speed * std::exp(jitter * z());
+        if (bimodal && k % 2 == 1) gap *= 0.05;
+        if (r == spike_rank && k == samples / 2) gap *= spike;
+        storage[static_cast<size_t>(r)].push_back({static_cast<uint64_t>(100 + k), std::log(gap)});
+        sum += gap;
+      }
+      GapObservation g;
+      g.process = static_cast<uint32_t>(r);
+      g.role = 7;
+      g.samples = samples;
+      g.mean_gap_ns = sum / samples;
+      g.mean_period_ns = g.mean_gap_ns + (period_us - gap_us) * 1000;
+      out.push_back(g);
+    }
+    for (size_t r = 0; r < out.size(); ++r) out[r].gaps = storage[r];
+    return out;
+  }
+};
+
+std::vector<uint32_t> named(Job& job, const StragglerConfig& config = {}) {
+  std::vector<uint32_t> out;
+  for (const OwnWorkStraggler& s : own_work_stragglers(job.build(), config)) out.push_back(s.process);
+  return out;
+}
+
+TEST(OwnWorkStragglers, PersistentTenPercentStragglerIsNamed) {
+  // 64 GPUs, 40 gaps each with 5 % noise: a GPU 10 % slower every time.
+  Job job;
+  job.ranks = 64;
+  job.samples = 40;
+  job.straggler = 5;
+  job.factor = 1.10;
+  EXPECT_EQ(named(job), std::vector<uint32_t>{5});
+  auto found = own_work_stragglers(job.build());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_GT(found[0].t, found[0].critical_t);
+  // Its extra own time: about 0.2 ms per gap, over 40 gaps.
+  EXPECT_NEAR(found[0].excess_ns, 0.1 * 2e6 * 40, 0.35 * 0.1 * 2e6 * 40);
+}
+
+TEST(OwnWorkStragglers, OneSpikeIsNotAStraggler) {
+  Job job;
+  job.spike_rank = 3;
+  job.spike = 3.0;  // one gap three times longer
+  EXPECT_TRUE(named(job).empty());
+}
+
+TEST(OwnWorkStragglers, HeavyNoiseAloneNamesNobodyOverManySeeds) {
+  int false_roots = 0;
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    Job job;
+    job.seed = seed;
+    job.jitter = 0.3;
+    job.hetero = 0.05;
+    job.samples = 8;
+    false_roots += static_cast<int>(named(job).size());
+  }
+  EXPECT_EQ(false_roots, 0);
+}
+
+TEST(OwnWorkStragglers, HardwareSpreadIsNotAStragglerButAFaultWellBeyondItIs) {
+  int false_roots = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    Job job;
+    job.seed = seed;
+    job.hetero = 0.1;
+    job.ranks = 32;
+    false_roots += static_cast<int>(named(job).size());
+  }
+  EXPECT_EQ(false_roots, 0);
+  Job faulty;
+  faulty.hetero = 0.1;
+  faulty.ranks = 32;
+  faulty.straggler = 9;
+  faulty.factor = 2.0;
+  EXPECT_EQ(named(faulty), std::vector<uint32_t>{9});
+}
+
+TEST(OwnWorkStragglers, PipelineGapsAreComparedGapByGap) {
+  // Gaps of two very different kinds (a pipeline stage's schedule): compared with the same
+  // gap of the role peers, a 1.5x straggler among four is clear; the mixture alone is not.
+  Job healthy;
+  healthy.bimodal = true;
+  healthy.ranks = 4;
+  healthy.samples = 40;
+  EXPECT_TRUE(named(healthy).empty());
+  Job faulty = healthy;
+  faulty.straggler = 2;
+  faulty.factor = 1.5;
+  EXPECT_EQ(named(faulty), std::vector<uint32_t>{2});
+}
+
+TEST(OwnWorkStragglers, AStragglerThatCostsNothingIsNotNamed) {
+  // Significant but tiny: 60 us more per gap of a 100 ms period.
+  Job job;
+  job.gap_us = 200;
+  job.period_us = 100000;
+  job.straggler = 1;
+  job.factor = 1.3;
+  EXPECT_TRUE(named(job).empty());
+  StragglerConfig lenient;
+  lenient.min_share = 0;
+  lenient.min_excess_ns = 0;
+  EXPECT_EQ(named(job, lenient), std::vector<uint32_t>{1});
+}
+
+TEST(OwnWorkStragglers, SumsOnlyStillNameAGrossStraggler) {
+  Job job;
+  job.jitter = 0;
+  job.straggler = 4;
+  job.factor = 3.0;
+  std::vector<GapObservation> ranks = job.build();
+  for (GapObservation& g : ranks) g.gaps = {};  // hand-built observations carry sums only
+  auto found = own_work_stragglers(ranks);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].process, 4u);
+  for (GapObservation& g : ranks) g.mean_gap_ns = ranks[0].mean_gap_ns;
+  EXPECT_TRUE(own_work_stragglers(ranks).empty());
+}
+
+TEST(OwnWorkStragglers, AFewGpusNeedALargerDeparture) {
+  // Four GPUs cannot measure their spread: the prior decides, so 1.15x is not enough and 2x is.
+  Job job;
+  job.ranks = 4;
+  job.jitter = 0.1;
+  job.straggler = 0;
+  job.factor = 1.15;
+  EXPECT_TRUE(named(job).empty());
+  job.factor = 2.0;
+  EXPECT_EQ(named(job), std::vector<uint32_t>{0});
+}
+
+}  // namespace
+}  // namespace culprit
