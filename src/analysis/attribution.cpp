@@ -367,7 +367,12 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
       std::map<uint64_t, size_t> role_size;
       for (const GapObservation& g : gap_ranks) ++role_size[g.role];
       for (const auto& [r, size] : role_size) have_gaps = have_gaps || size >= 2;
-      for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks)) kernel_late_total[s.process] += s.excess_ns;
+      std::vector<OwnWorkStraggler> judged;
+      for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged)) kernel_late_total[s.process] += s.excess_ns;
+      for (const OwnWorkStraggler& s : judged)
+        out.evidence.push_back("gaps " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
+                               std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " +
+                               std::to_string(s.excess_ns) + " ns");
     }
     if (any_alone) {
       std::vector<uint32_t> everyone;

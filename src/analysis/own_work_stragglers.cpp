@@ -170,7 +170,8 @@ double critical_t(double df, double tail) {
 }  // namespace
 
 std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
-                                                  const StragglerConfig& config) {
+                                                  const StragglerConfig& config,
+                                                  std::vector<OwnWorkStraggler>* judged) {
   std::vector<Departure> departures = departures_of(ranks);
   const auto [between_var, between_df] = between_gpu_variance(departures, config);
   const double tail = config.false_alarm / static_cast<double>(std::max<size_t>(1, departures.size()));
@@ -195,6 +196,7 @@ std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservati
       s.critical_t = critical_t(df, tail);
       s.t = var > 0 ? d.log_excess / std::sqrt(var) : std::numeric_limits<double>::infinity();
     }
+    if (judged) judged->push_back(s);
     if (s.t > s.critical_t) out.push_back(s);
   }
   return out;

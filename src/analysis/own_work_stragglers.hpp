@@ -59,7 +59,10 @@ struct OwnWorkStraggler {
 };
 
 // Ranks that are stragglers; a process may appear once per communicator rank it holds.
+// `judged`, when given, receives every rank slower than its role that matters (significant
+// or not), for the diagnostics of whoever audits a verdict.
 std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
-                                                  const StragglerConfig& config = {});
+                                                  const StragglerConfig& config = {},
+                                                  std::vector<OwnWorkStraggler>* judged = nullptr);
 
 }  // namespace culprit
