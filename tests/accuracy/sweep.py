@@ -19,9 +19,11 @@ Each scenario: `nccl-culprit mock --out D/data --scenario SPEC`, then
 `nccl-culprit analyze --shared D/data --json D/out.json --output D/out.h5 --quiet` (serial;
 `--np N` runs it under `--mpiexec -np N`), scored with run_accuracy.py's scoring (imported).
 Prints one row per scenario, the detection curves (named-first rate per slowdown bin, per
-fault kind and per topology), the false roots of healthy runs per jitter bin, and the issue's
-targets as a scorecard (MET/MISSED). Exit 0; with --gate, 1 when a target is missed; 2 on a
-usage error.
+fault kind and per topology), the false roots of healthy runs per jitter bin, the score's
+reliability (culprit rows per score bin that name a true root; the highest score in healthy
+runs), and the issue's targets as a scorecard (MET/MISSED). Exit 0; with --gate, 1 when a
+target is missed; with --floor METRIC=VALUE, 1 when a regression floor is broken (what CTest's
+accuracy_sweep holds the analysis to); 2 on a usage error.
 
 Python 3 standard library only.
 """
@@ -334,6 +336,9 @@ def run_one(sc, args, env, workdir):
         row["h5_mismatch"] = "cannot read %s: %s" % (h5, e)
     t = ra.Truth(truth)
     cs = ra.culprits_of(result)
+    for c, raw in zip(cs, result["culprits"]):
+        c["score"] = raw.get("score")
+        c["true"] = any(t.matches(r, c["proc"], c["peer"], c["class"]) for r in truth["roots"])
     row["culprits"] = cs
     row["ours"] = ra.score(cs, ra.victims_of(result), t)
     # per root of a several-fault run: matched (process and class) by one of the first k culprits
@@ -479,6 +484,28 @@ def false_roots_table(rows, lines):
             name, len(sel), len(bad), n, "" if not any("error" in r for r in sel) else " (errors count as runs with one)"))
 
 
+SCORE_BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.5), (0.5, 0.6), (0.6, 0.8), (0.8, 1.01)]
+
+
+def reliability_table(rows, lines):
+    """What a culprit's score is worth: per score bin, how many culprit rows (every run, every
+    place in the list) name a true root (process and class); and the highest score of any
+    culprit in healthy runs, per noise level."""
+    lines.append("SCORE RELIABILITY: culprit rows per score bin, and the share that name a true root")
+    every = [c for r in rows if r.get("ours") for c in r["culprits"] if c.get("score") is not None]
+    for lo, hi in SCORE_BINS:
+        sel = [c for c in every if lo <= c["score"] < hi]
+        ok = sum(1 for c in sel if c["true"])
+        lines.append("  score %.1f-%.1f  %4d rows, %4d true  %s" % (
+            lo, min(hi, 1.0), len(sel), ok, "%5.1f%%" % (100.0 * ok / len(sel)) if sel else "    -"))
+    lines.append("  highest score in healthy runs, per noise level (jitter bin):")
+    for lo, hi, name in JITTER_BINS:
+        sel = [r for r in rows if r.get("ours") and not r["truth"]["roots"] and lo <= r["params"]["jitter"] < hi]
+        if sel:
+            top = max([c["score"] for r in sel for c in r["culprits"] if c.get("score") is not None] or [0.0])
+            lines.append("    %-12s %3d runs, highest %.2f%s" % (name, len(sel), top, "  (above 0.5)" if top > 0.5 else ""))
+
+
 def scorecard(rows, lines):
     """The issue's targets (thresholds from run_accuracy.GOALS). Returns the missed ones."""
     def agg(sel):
@@ -545,7 +572,37 @@ def report(rows, lines):
     lines.append("")
     false_roots_table(rows, lines)
     lines.append("")
+    reliability_table(rows, lines)
+    lines.append("")
     return scorecard(rows, lines)
+
+
+# ---- regression floors ----------------------------------------------------------------------------
+# What CI holds the attribution to while the issue's targets are not all met: the measured level
+# of a fixed selection, so that no change makes it worse unseen. (metric -> (value of the
+# aggregates, what it is; "max" metrics are ceilings))
+FLOORS = {
+    "named_first": (lambda a, rows: ra.frac(a["single_ge5"]["top1"]), "share of single faults >= 5% named first"),
+    "both": (lambda a, rows: ra.frac(a["two_ge5"]["both"]), "share of two-fault runs >= 5% each with both roots"),
+    "class": (lambda a, rows: ra.frac(a["faulty"]["class"]), "share of named roots with the right class"),
+    "victims": (lambda a, rows: ra.frac(a["faulty"]["victims"]), "share of victims attributed to a true root"),
+    "max_healthy_false_roots": (lambda a, rows: a["healthy"]["false_roots"], "false roots in healthy runs, at most"),
+    "max_failed": (lambda a, rows: sum(1 for r in rows if "error" in r or r.get("h5_mismatch")),
+                   "scenarios that failed or whose HDF5 and JSON disagree, at most"),
+}
+
+
+def check_floors(floors, aggregates, rows):
+    """Print each floor and whether it holds; return how many are broken."""
+    broken = 0
+    for name, limit in floors.items():
+        value = FLOORS[name][0](aggregates, rows)
+        ceiling = name.startswith("max_")
+        ok = value <= limit if ceiling else value >= limit
+        broken += not ok
+        print("FLOOR %-7s %-24s %s %s, measured %s" % ("held" if ok else "BROKEN", name, "<=" if ceiling else ">=",
+                                                       limit, ("%d" % value) if ceiling else "%.4f" % value))
+    return broken
 
 
 # ---- main -----------------------------------------------------------------------------------------
@@ -565,7 +622,17 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per mock or analysis (default 300)")
     ap.add_argument("--list", action="store_true", help="print the scenarios (name and SPEC) and exit")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
+                    help="regression floor on the whole selection, repeatable; exit 1 when broken. Metrics: "
+                         + ", ".join("%s (%s)" % (k, v[1]) for k, v in FLOORS.items()))
     args = ap.parse_args()
+    floors = {}
+    for f in args.floor:
+        name, _, value = f.partition("=")
+        if name not in FLOORS or not value:
+            print("bad --floor %r: METRIC=VALUE with METRIC one of %s" % (f, ", ".join(FLOORS)), file=sys.stderr)
+            return 2
+        floors[name] = float(value)
 
     scen = []
     if args.family in ("sensitivity", "all"):
@@ -645,10 +712,12 @@ def main():
         results[fam] = {"missed": missed, "aggregates": aggs}
         if fam != "all" or len(fams) == 1:
             all_missed += missed
+    broken = check_floors(floors, results["all" if "all" in results else fams[0]]["aggregates"], rows)
     print()
-    print("SWEEP %d scenarios in %.0f s (%d failed, %d redrawn) | targets: %s" % (
+    print("SWEEP %d scenarios in %.0f s (%d failed, %d redrawn) | targets: %s%s" % (
         len(rows), elapsed, sum(1 for r in rows if "error" in r), sum(1 for r in rows if r.get("redraws")),
-        "MET" if not all_missed else "MISSED %d" % len(all_missed)))
+        "MET" if not all_missed else "MISSED %d" % len(all_missed),
+        "" if not floors else " | floors: %s" % ("BROKEN %d" % broken if broken else "held")))
     if args.json_out:
         keep = ("name", "family", "topo", "spec", "short", "params", "slowdown", "hang", "ours", "root_found",
                 "culprits", "error", "h5_mismatch", "seconds", "analyze_s", "redraws")
@@ -657,7 +726,7 @@ def main():
                        "rows": [dict({k: r[k] for k in keep if k in r},
                                      roots=(r.get("truth") or {}).get("roots")) for r in rows],
                        "results": results}, f, indent=1, default=list)
-    return 1 if args.gate and all_missed else 0
+    return 1 if (args.gate and all_missed) or broken else 0
 
 
 if __name__ == "__main__":
