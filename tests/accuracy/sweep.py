@@ -338,6 +338,7 @@ def run_one(sc, args, env, workdir):
     cs = ra.culprits_of(result)
     for c, raw in zip(cs, result["culprits"]):
         c["score"] = raw.get("score")
+        c["blame_share"], c["victims"] = raw.get("blame_share"), raw.get("victims")
         c["true"] = any(t.matches(r, c["proc"], c["peer"], c["class"]) for r in truth["roots"])
     row["culprits"] = cs
     row["ours"] = ra.score(cs, ra.victims_of(result), t)
