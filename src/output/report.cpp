@@ -124,10 +124,38 @@ void header(const AnalysisResults& r, std::ostream& out) {
   }
 }
 
+// With no culprit, what was seen: waiting spread over many processes is not "no waiting".
+void no_culprit(const AnalysisResults& r, std::ostream& out) {
+  if (r.edges.empty()) {
+    out << "No culprit: the input holds no connection records to judge.\n";
+    return;
+  }
+  double waiting = 0, phases = 0;
+  for (const EdgeRow& e : r.edges) {
+    const double w = static_cast<double>(e.send_gpu_wait_ns) + static_cast<double>(e.send_peer_wait_ns) +
+                     static_cast<double>(e.recv_wait_ns);
+    waiting += w;
+    phases += w + static_cast<double>(e.send_wait_ns) + static_cast<double>(e.recv_flush_wait_ns) +
+              static_cast<double>(e.recv_gpu_wait_ns);
+  }
+  double total_wait = 0, most = 0;
+  std::size_t waiting_processes = 0;
+  for (const ProcessRow& p : r.processes) {
+    total_wait += static_cast<double>(p.wait_ns);
+    most = std::max(most, static_cast<double>(p.wait_ns));
+    waiting_processes += p.wait_ns > 0;
+  }
+  out << "No culprit: no process or wire stands out from its peers.\n";
+  out << "  Waiting (RecvWait, SendGpuWait, SendPeerWait) is " << format("%.0f", phases > 0 ? 100 * waiting / phases : 0.0)
+      << " % of the proxy phases recorded,\n  spread over " << plural(waiting_processes, "process", "processes");
+  if (total_wait > 0) out << " (the most-waiting one " << format("%.0f", 100 * most / total_wait) << " % of it)";
+  out << ": in a collective every rank\n  waits for the slowest each step, so waiting alone names nobody.\n";
+}
+
 void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
   out << "\n";
   if (r.culprits.empty()) {
-    out << "No culprit: no significant waiting found.\n";
+    no_culprit(r, out);
     return;
   }
   out << "Culprits (most blame first; job: its cost as a share of all processes' time inside NCCL, ? where\n"
