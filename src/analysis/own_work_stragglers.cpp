@@ -5,7 +5,7 @@
 #include <limits>
 #include <map>
 
-#include <boost/math/distributions/students_t.hpp>
+#include "analysis/robust_stats.hpp"
 
 namespace culprit {
 namespace {
@@ -19,17 +19,8 @@ constexpr size_t kMinPool = 3;
 // times slower than its peer is named: speed differences of healthy GPUs stay below it.
 constexpr double kUnmeasuredRatio = 1.5;
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
-}
-
-// A rank's departure from the median of its role peers, and the variance of that departure
-// due to noise (its own median's and the reference's).
+// A rank's departure from the typical gaps of its role, and the variance of that departure
+// due to noise.
 struct Departure {
   const GapObservation* rank = nullptr;
   double log_excess = 0;
@@ -113,33 +104,6 @@ std::vector<Departure> departures_of(const std::vector<GapObservation>& ranks) {
 
 // The static spread between healthy GPUs (variance of log speed), and its degrees of freedom:
 // the robust spread of all departures, less what the noise of the medians explains.
-// Each departure d_i is drawn from N(0, b + v_i): b the variance between healthy GPUs, v_i
-// its own noise, which differs from role to role (a pipeline's gaps are noisier than a
-// collective's). b is the value at which the median of d_i^2 / (b + v_i) is the median of
-// a chi-square with one degree of freedom: robust to the stragglers among the departures,
-// and right however unequal the noise.
-double between_variance_of(const std::vector<double>& departures, const std::vector<double>& noise) {
-  constexpr double kChiSquare1Median = 0.45494;
-  auto median_ratio = [&](double b) {
-    std::vector<double> ratios;
-    ratios.reserve(departures.size());
-    for (size_t i = 0; i < departures.size(); ++i) {
-      const double var = b + noise[i];
-      ratios.push_back(var > 0 ? departures[i] * departures[i] / var : std::numeric_limits<double>::infinity());
-    }
-    return median_of(std::move(ratios));
-  };
-  if (median_ratio(0) <= kChiSquare1Median) return 0;
-  double lo = 0, hi = 0;
-  for (double d : departures) hi = std::max(hi, d * d);
-  hi = std::max(hi, 1e-12) / kChiSquare1Median;  // the ratio is below the median there
-  for (int i = 0; i < 60; ++i) {
-    const double mid = (lo + hi) / 2;
-    (median_ratio(mid) > kChiSquare1Median ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
-}
-
 // The measurement is combined with what is known of GPUs before looking (the conjugate
 // update of a variance: prior_df pseudo-observations of prior_sigma), so that a job of four
 // GPUs, whose spread cannot be measured, is neither blind nor trigger-happy.
@@ -156,16 +120,11 @@ std::pair<double, double> between_gpu_variance(const std::vector<Departure>& dep
     if (config.prior_df <= 0) return {std::numeric_limits<double>::quiet_NaN(), 0};
     return {prior_ss / config.prior_df, config.prior_df};
   }
-  const double measured = between_variance_of(pool, noise);
-  const double df = static_cast<double>(pool.size() - 1);
-  return {(prior_ss + df * measured) / (config.prior_df + df), config.prior_df + df};
+  const PooledVariance pooled = with_prior(between_variance_of(pool, noise), static_cast<double>(pool.size() - 1),
+                                          config.prior_sigma, config.prior_df);
+  return {pooled.variance, pooled.df};
 }
 
-double critical_t(double df, double tail) {
-  df = std::clamp(df, 1.0, 1e6);
-  boost::math::students_t dist(df);
-  return boost::math::quantile(boost::math::complement(dist, tail));
-}
 
 }  // namespace
 

@@ -1,0 +1,54 @@
+#include "analysis/robust_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <boost/math/distributions/students_t.hpp>
+
+namespace culprit {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+double between_variance_of(const std::vector<double>& departures, const std::vector<double>& noise) {
+  constexpr double kChiSquare1Median = 0.45494;
+  auto median_ratio = [&](double b) {
+    std::vector<double> ratios;
+    ratios.reserve(departures.size());
+    for (size_t i = 0; i < departures.size(); ++i) {
+      const double var = b + noise[i];
+      ratios.push_back(var > 0 ? departures[i] * departures[i] / var : std::numeric_limits<double>::infinity());
+    }
+    return median_of(std::move(ratios));
+  };
+  if (median_ratio(0) <= kChiSquare1Median) return 0;
+  double lo = 0, hi = 0;
+  for (double d : departures) hi = std::max(hi, d * d);
+  hi = std::max(hi, 1e-12) / kChiSquare1Median;  // the ratio is below the median there
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (median_ratio(mid) > kChiSquare1Median ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+PooledVariance with_prior(double measured, double df, double prior_sigma, double prior_df) {
+  const double total = std::max(0.0, df) + std::max(0.0, prior_df);
+  if (total <= 0) return {measured, 0};
+  return {(prior_df * prior_sigma * prior_sigma + df * measured) / total, total};
+}
+
+double critical_t(double df, double tail) {
+  df = std::clamp(df, 1.0, 1e6);
+  boost::math::students_t dist(df);
+  return boost::math::quantile(boost::math::complement(dist, tail));
+}
+
+}  // namespace culprit

@@ -1,0 +1,28 @@
+// Statistics shared by the signals that judge one member against its peers: robust centres,
+// the spread between healthy members, and critical values (docs/attribution.md).
+#pragma once
+
+#include <vector>
+
+namespace culprit {
+
+double median_of(std::vector<double> values);
+
+// The variance b between healthy members, from departures d_i drawn from N(0, b + noise_i):
+// the value at which the median of d_i^2 / (b + noise_i) is the median of a chi-square with
+// one degree of freedom. Robust to the outliers among the departures, right however unequal
+// their noise.
+double between_variance_of(const std::vector<double>& departures, const std::vector<double>& noise);
+
+// A measured variance (with df degrees of freedom) combined with prior_df pseudo-observations
+// of prior_sigma (the conjugate update); returns the variance and its degrees of freedom.
+struct PooledVariance {
+  double variance = 0;
+  double df = 0;
+};
+PooledVariance with_prior(double measured, double df, double prior_sigma, double prior_df);
+
+// The one-sided Student t critical value for a tail probability.
+double critical_t(double df, double tail);
+
+}  // namespace culprit

@@ -1,0 +1,68 @@
+// The shared statistics of the peer-comparison signals (robust_stats.hpp).
+#include "analysis/robust_stats.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace culprit {
+namespace {
+
+std::vector<double> normal_draws(size_t n, double sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<double> out;
+  for (size_t i = 0; i < n; ++i) {  // Box-Muller over a fully specified generator
+    const double u1 = (static_cast<double>(rng()) + 1.0) / 4294967297.0;
+    const double u2 = static_cast<double>(rng()) / 4294967296.0;
+    out.push_back(sigma * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  }
+  return out;
+}
+
+TEST(RobustStats, MedianOfOddEvenAndEmpty) {
+  EXPECT_EQ(median_of({3, 1, 2}), 2);
+  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median_of({}), 0);
+}
+
+TEST(RobustStats, BetweenVarianceRecoversTheSpreadAndIgnoresAnOutlier) {
+  std::vector<double> d = normal_draws(400, 0.1, 7);
+  const std::vector<double> no_noise(d.size(), 0.0);
+  EXPECT_NEAR(std::sqrt(between_variance_of(d, no_noise)), 0.1, 0.015);
+  d[0] = 5.0;  // one straggler among the departures
+  EXPECT_NEAR(std::sqrt(between_variance_of(d, no_noise)), 0.1, 0.015);
+}
+
+TEST(RobustStats, BetweenVarianceSubtractsUnequalNoise) {
+  // Departures with spread sqrt(0.01 + v_i) for two very different noise levels: b is 0.01.
+  std::vector<double> d, v;
+  const std::vector<double> z = normal_draws(2000, 1.0, 11);
+  for (size_t i = 0; i < z.size(); ++i) {
+    const double noise = i % 2 ? 0.04 : 0.0001;
+    d.push_back(z[i] * std::sqrt(0.01 + noise));
+    v.push_back(noise);
+  }
+  EXPECT_NEAR(between_variance_of(d, v), 0.01, 0.004);
+  // Noise that explains everything leaves nothing between.
+  std::vector<double> big(v.size(), 1.0);
+  EXPECT_EQ(between_variance_of(d, big), 0);
+}
+
+TEST(RobustStats, PriorWeighsAsPseudoObservations) {
+  const PooledVariance none = with_prior(0.0, 4, 0.05, 4);  // measured 0 on 4 df, prior 0.05 on 4
+  EXPECT_NEAR(none.variance, 0.0025 / 2, 1e-12);
+  EXPECT_EQ(none.df, 8);
+  EXPECT_NEAR(with_prior(0.04, 1000, 0.05, 4).variance, 0.04, 0.001);  // the data dominate
+  EXPECT_EQ(with_prior(0.3, 0, 0, 0).variance, 0.3);
+}
+
+TEST(RobustStats, CriticalValuesOfStudentT) {
+  EXPECT_NEAR(critical_t(10, 0.025), 2.228, 0.001);
+  EXPECT_NEAR(critical_t(1e6, 0.05), 1.645, 0.001);
+  EXPECT_GT(critical_t(3, 1e-4), critical_t(30, 1e-4));  // fewer degrees of freedom: more caution
+}
+
+}  // namespace
+}  // namespace culprit
