@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "analysis/inflight_hang.hpp"
-#include "analysis/own_work_stragglers.hpp"
+#include "analysis/own_delay.hpp"
 #include "analysis/queue_pair_wires.hpp"
 #include "analysis/sequence_hang.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
@@ -230,194 +230,12 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
 
   const size_t n = procs.size();
 
-  // ---- a GPU's own delay: kernel clocks ------------------------------------------------------
-  // Scale: the median collective duration seen by the proxies (receive ops last as long as
-  // the collective), else the median proxy op.
-  double collective_ns = 0;
-  {
-    std::vector<double> op_means;
-    for (const GlobalCommRank& c : obs.comm_ranks)
-      if (c.op_samples) op_means.push_back(static_cast<double>(c.op_time_sum_ns) / c.op_samples);
-    collective_ns = robust_of(op_means).median;
-    for (const auto& [comm, b] : baselines) collective_ns = std::max(collective_ns, b.op_ns);
-  }
-  auto kernel_guard = [&](const Robust& base) {
-    double spread = base.n < kMinRobustSample ? 0.0 : cfg.mad_k * base.sigma;
-    return std::max({spread, cfg.kernel_rel_floor * collective_ns, cfg.kernel_abs_floor_ns});
-  };
-  std::vector<double> kernel_late_total(n, 0.0);
-  std::vector<bool> own_work_measured(n, false);  // its kernel gaps are known
-  bool have_gaps = false;
-  {
-    // Preferred: the gaps between a GPU's kernels, i.e. the time it spent on its own work.
-    // Comparable across nodes, blind to victims that merely finished the previous collective
-    // late. GPUs are compared with GPUs that do the same job: in collectives every rank does
-    // the same work between calls, but a pipeline stage's work between two NCCL calls depends
-    // on where it sits (the first stage has half the calls of a middle one for the same
-    // work). A GPU's role is its place in its p2p communicators (size and rank); GPUs without
-    // p2p share one role.
-    std::vector<double> gap_sum(n, 0.0), period_sum(n, 0.0), gap_count(n, 0.0);
-    std::vector<std::vector<std::pair<int32_t, int32_t>>> role(n);
-    for (const GlobalCommRank& c : obs.comm_ranks) {
-      gap_sum[c.process] += static_cast<double>(c.gap_sum_ns);
-      period_sum[c.process] += static_cast<double>(c.gap_period_sum_ns);
-      gap_count[c.process] += c.gap_samples;
-      if (!c.has_collective) role[c.process].emplace_back(n_ranks[c.comm_hash], c.rank);
-    }
-    std::map<std::vector<std::pair<int32_t, int32_t>>, std::vector<uint32_t>> peers_by_role;
-    for (uint32_t p = 0; p < n; ++p) {
-      if (gap_count[p] == 0 || period_sum[p] <= 0) continue;
-      own_work_measured[p] = true;
-      std::sort(role[p].begin(), role[p].end());
-      peers_by_role[role[p]].push_back(p);
-    }
-    // A GPU without at least two others in its role (a single pipeline) is judged by the share
-    // of its time it spends on its own work, against every GPU's share: the stages of a
-    // balanced pipeline have about the same share, a straggler's is larger.
-    std::vector<bool> alone(n, false);
-    bool any_alone = false;
-    for (const auto& [key, members] : peers_by_role)
-      if (members.size() < 3 && peers_by_role.size() > 1)
-        for (uint32_t p : members) any_alone = alone[p] = true;
-    have_gaps = false;
-    // GPUs differ a little in speed; a straggler's own work is clearly larger than its peers'
-    // (gap_rel_floor more), not a few percent. Not scaled by the collective's length: another
-    // fault that slows the collectives must not hide a straggler.
-    // small_reference: what a few values are compared with (NaN: the median of the others);
-    // judged(p): whether p takes this verdict (all members are the baseline).
-    auto judge = [&](const std::vector<uint32_t>& members, auto&& measure, auto&& to_ns, double small_reference,
-                     auto&& judged) {
-      std::vector<double> values;
-      for (uint32_t p : members) values.push_back(measure(p));
-      Robust base = robust_of(values);
-      if (base.n < 2) return;
-      have_gaps = true;
-      const bool small = base.n < kMinRobustSample;
-      double spread = small ? 0.0 : cfg.mad_k * base.sigma;
-      for (size_t i = 0; i < members.size(); ++i) {
-        const uint32_t p = members[i];
-        if (!judged(p)) continue;
-        // A few GPUs: compared with the median of the others (the quickest alone would make
-        // ordinary speed differences look like stragglers).
-        double reference = base.median;
-        if (small && !std::isnan(small_reference)) {
-          reference = small_reference;
-        } else if (small) {
-          std::vector<double> others = values;
-          others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-          reference = robust_of(others).median;
-        }
-        double guard = std::max(spread, cfg.gap_rel_floor * reference);
-        double excess = measure(p) - reference;
-        double excess_ns = to_ns(p, excess);
-        if (excess > guard && excess_ns > cfg.kernel_abs_floor_ns * gap_count[p]) kernel_late_total[p] = excess_ns;
-      }
-    };
-    // Pipeline stages (GPUs with send/recv roles): each GPU's mean gap relative to the others
-    // of its role (their median), pooled over the roles: the spread of that ratio across the
-    // whole job measures the noise, which a handful of GPUs per role cannot. The gap-by-gap
-    // test below is not yet measured on pipelines, where it named hardware spread in
-    // pipeline+world jobs (docs/attribution.md); this rule keeps their results as they were.
-    std::vector<double> role_mean(n, 0.0);
-    std::vector<uint32_t> with_peers;
-    for (const auto& [key, members] : peers_by_role) {
-      if (key.empty() || members.size() < 2 || (members.size() < 3 && peers_by_role.size() > 1)) continue;
-      // The median of the others: sort once, then skip the member's own place.
-      std::vector<std::pair<double, uint32_t>> sorted;
-      for (uint32_t p : members) sorted.emplace_back(gap_sum[p] / gap_count[p], p);
-      std::sort(sorted.begin(), sorted.end());
-      const size_t m = sorted.size() - 1;  // values left without the member
-      for (size_t i = 0; i < sorted.size(); ++i) {
-        auto other = [&](size_t k) { return sorted[k < i ? k : k + 1].first; };
-        const uint32_t p = sorted[i].second;
-        role_mean[p] = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
-        if (role_mean[p] > 0) with_peers.push_back(p);
-      }
-    }
-    auto relative_gap = [&](uint32_t p) { return gap_sum[p] / gap_count[p] / role_mean[p]; };
-    auto relative_gap_ns = [&](uint32_t p, double excess) { return excess * role_mean[p] * gap_count[p]; };
-    auto everyone_judged = [](uint32_t) { return true; };
-    judge(with_peers, relative_gap, relative_gap_ns, 1.0, everyone_judged);  // 1: as fast as its role peers
-    // GPUs of collectives only: each communicator rank's gaps against its peers', gap by gap
-    // (own_work_stragglers.hpp).
-    {
-      std::vector<GapObservation> gap_ranks;
-      for (const GlobalCommRank& c : obs.comm_ranks) {
-        if (c.gap_samples == 0 || c.gap_period_sum_ns == 0 || alone[c.process] || !own_work_measured[c.process] ||
-            !role[c.process].empty())
-          continue;
-        // Role: the communicator (a collective's ranks all do the same work) or, for
-        // send/recv, the place in it; with the process's places in its pipelines.
-        std::vector<std::pair<int32_t, int32_t>> key = role[c.process];
-        if (c.has_collective) key.emplace_back(-1, static_cast<int32_t>(c.comm_hash & 0x7fffffff));
-        else key.emplace_back(-2 - n_ranks[c.comm_hash], c.rank);
-        uint64_t role_hash = 1469598103934665603ull;
-        for (const auto& [a, b] : key)
-          for (int32_t v : {a, b}) role_hash = (role_hash ^ static_cast<uint32_t>(v)) * 1099511628211ull;
-        if (c.has_collective) role_hash ^= c.comm_hash;
-        GapObservation g;
-        g.process = c.process;
-        g.role = role_hash;
-        g.samples = c.gap_samples;
-        g.mean_gap_ns = static_cast<double>(c.gap_sum_ns) / c.gap_samples;
-        g.mean_period_ns = static_cast<double>(c.gap_period_sum_ns) / c.gap_samples;
-        g.gaps = c.gaps;
-        gap_ranks.push_back(g);
-      }
-      std::map<uint64_t, size_t> role_size;
-      for (const GapObservation& g : gap_ranks) ++role_size[g.role];
-      for (const auto& [r, size] : role_size) have_gaps = have_gaps || size >= 2;
-      std::vector<OwnWorkStraggler> judged;
-      for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged)) kernel_late_total[s.process] += s.excess_ns;
-      for (const OwnWorkStraggler& s : judged)
-        out.evidence.push_back("gaps " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
-                               std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " +
-                               std::to_string(s.excess_ns) + " ns");
-    }
-    if (any_alone) {
-      std::vector<uint32_t> everyone;
-      for (const auto& [key, members] : peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
-      auto share = [&](uint32_t p) { return gap_sum[p] / period_sum[p]; };
-      auto share_ns = [&](uint32_t p, double excess) { return excess * period_sum[p]; };
-      // Every GPU's share is the baseline; only the GPUs without role peers take this verdict.
-      judge(everyone, share, share_ns, std::numeric_limits<double>::quiet_NaN(),
-            [&](uint32_t p) { return static_cast<bool>(alone[p]); });
-    }
-    if (!have_gaps) {
-      // Fallback (no StopGpuClk): kernel start against the GPU's node peers.
-      std::vector<double> means;
-      for (const GlobalCommRank& c : obs.comm_ranks)
-        if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
-      Robust base = robust_of(means);
-      double guard = kernel_guard(base);
-      for (const GlobalCommRank& c : obs.comm_ranks) {
-        if (!c.kernel_samples) continue;
-        double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
-        if (mean - base.median > guard) kernel_late_total[c.process] += (mean - base.median) * c.kernel_samples;
-      }
-    }
-  }
-  // ---- late arrival seen on the proxy's own clock ---------------------------------------------
-  // Only without kernel clocks (KernelCh not recorded). Every rank's receive ops end when
-  // the collective's data has gone round; a rank that posts them late has the shortest ops.
-  // In a ring all ranks play the same part; in trees and pipelines op lengths differ by
-  // position, so this is a last resort and the gaps above are preferred.
-  if (!have_gaps) {
-    std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
-    for (const GlobalCommRank& c : obs.comm_ranks)
-      if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
-    for (const auto& [comm, members] : by_comm) {
-      std::vector<double> means;
-      for (const GlobalCommRank* c : members) means.push_back(static_cast<double>(c->op_time_sum_ns) / c->op_samples);
-      Robust base = robust_of(means);
-      if (base.n < kMinRobustSample) continue;  // op lengths of a few ranks differ by role
-      double guard = kernel_guard(base);
-      for (const GlobalCommRank* c : members) {
-        double shorter = base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples;
-        if (shorter > guard) kernel_late_total[c->process] += shorter * c->op_samples;
-      }
-    }
-  }
+  // ---- a GPU's own delay (own_delay.hpp) ----------------------------------------------------
+  OwnDelay own_delay = measure_own_delay(obs, procs, n_ranks, baselines, cfg);
+  std::vector<double>& kernel_late_total = own_delay.late_ns;
+  const std::vector<bool>& own_work_measured = own_delay.work_measured;
+  const bool have_gaps = own_delay.have_gaps;
+  out.evidence.insert(out.evidence.end(), own_delay.diagnostics.begin(), own_delay.diagnostics.end());
   std::map<std::string, std::vector<uint32_t>> late_on_host;
   for (uint32_t p = 0; p < n; ++p)
     if (kernel_late_total[p] > 0) late_on_host[procs[p].host].push_back(p);

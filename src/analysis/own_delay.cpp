@@ -1,0 +1,241 @@
+#include "analysis/own_delay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "analysis/own_work_stragglers.hpp"
+
+namespace culprit {
+namespace {
+
+using Role = std::vector<std::pair<int32_t, int32_t>>;  // (size, rank) in each send/recv communicator
+
+// Per process: its gaps summed over its communicator ranks, and its role. GPUs are compared
+// with GPUs that do the same job: in collectives every rank does the same work between calls,
+// but a pipeline stage's work between two NCCL calls depends on where it sits (the first stage
+// has half the calls of a middle one for the same work). A GPU's role is its place in its p2p
+// communicators; GPUs without p2p share one role.
+struct GapTotals {
+  std::vector<double> gap_sum, period_sum, gap_count;
+  std::vector<Role> role;
+  std::map<Role, std::vector<uint32_t>> peers_by_role;
+  // A GPU without at least two others in its role (a single pipeline) is judged by the share
+  // of its time it spends on its own work, against every GPU's share.
+  std::vector<bool> alone;
+  bool any_alone = false;
+};
+
+GapTotals gap_totals(const Observations& obs, size_t n, const std::map<uint64_t, int32_t>& n_ranks,
+                     std::vector<bool>& measured) {
+  GapTotals t;
+  t.gap_sum.assign(n, 0.0);
+  t.period_sum.assign(n, 0.0);
+  t.gap_count.assign(n, 0.0);
+  t.role.assign(n, {});
+  t.alone.assign(n, false);
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    t.gap_sum[c.process] += static_cast<double>(c.gap_sum_ns);
+    t.period_sum[c.process] += static_cast<double>(c.gap_period_sum_ns);
+    t.gap_count[c.process] += c.gap_samples;
+    if (!c.has_collective) t.role[c.process].emplace_back(n_ranks.at(c.comm_hash), c.rank);
+  }
+  for (uint32_t p = 0; p < n; ++p) {
+    if (t.gap_count[p] == 0 || t.period_sum[p] <= 0) continue;
+    measured[p] = true;
+    std::sort(t.role[p].begin(), t.role[p].end());
+    t.peers_by_role[t.role[p]].push_back(p);
+  }
+  for (const auto& [key, members] : t.peers_by_role)
+    if (members.size() < 3 && t.peers_by_role.size() > 1)
+      for (uint32_t p : members) t.any_alone = t.alone[p] = true;
+  return t;
+}
+
+// The mean-gap rule (pipeline stages, and GPUs alone in their role): a GPU's measure must
+// exceed the reference by mad_k robust deviations and by gap_rel_floor of it. GPUs differ a
+// little in speed; not scaled by the collective's length, so that another fault that slows
+// the collectives does not hide a straggler. small_reference: what a few values are compared
+// with (NaN: the median of the others); judged(p): whether p takes this verdict. Returns
+// whether there were values to compare.
+bool judge_by_floor(const std::vector<uint32_t>& members, const std::function<double(uint32_t)>& measure,
+                    const std::function<double(uint32_t, double)>& to_ns, double small_reference,
+                    const std::function<bool(uint32_t)>& judged, const GapTotals& t, const AttributionConfig& cfg,
+                    std::vector<double>& late) {
+  std::vector<double> values;
+  for (uint32_t p : members) values.push_back(measure(p));
+  Robust base = robust_of(values);
+  if (base.n < 2) return false;
+  const bool small = base.n < kMinRobustSample;
+  double spread = small ? 0.0 : cfg.mad_k * base.sigma;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const uint32_t p = members[i];
+    if (!judged(p)) continue;
+    // A few GPUs: compared with the median of the others (the quickest alone would make
+    // ordinary speed differences look like stragglers).
+    double reference = base.median;
+    if (small && !std::isnan(small_reference)) {
+      reference = small_reference;
+    } else if (small) {
+      std::vector<double> others = values;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+      reference = robust_of(others).median;
+    }
+    double guard = std::max(spread, cfg.gap_rel_floor * reference);
+    double excess = measure(p) - reference;
+    double excess_ns = to_ns(p, excess);
+    if (excess > guard && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p]) late[p] = excess_ns;
+  }
+  return true;
+}
+
+// Pipeline stages (GPUs with send/recv roles): each GPU's mean gap relative to the others of
+// its role (their median), pooled over the roles: the spread of that ratio across the whole
+// job measures the noise, which a handful of GPUs per role cannot. The gap-by-gap test is not
+// yet used on pipelines, where it named hardware spread in pipeline+world jobs
+// (docs/attribution.md); this rule keeps their results as they were.
+bool judge_pipeline_stages(const GapTotals& t, const AttributionConfig& cfg, std::vector<double>& late) {
+  const size_t n = t.gap_sum.size();
+  std::vector<double> role_mean(n, 0.0);
+  std::vector<uint32_t> with_peers;
+  for (const auto& [key, members] : t.peers_by_role) {
+    if (key.empty() || members.size() < 2 || (members.size() < 3 && t.peers_by_role.size() > 1)) continue;
+    // The median of the others: sort once, then skip the member's own place.
+    std::vector<std::pair<double, uint32_t>> sorted;
+    for (uint32_t p : members) sorted.emplace_back(t.gap_sum[p] / t.gap_count[p], p);
+    std::sort(sorted.begin(), sorted.end());
+    const size_t m = sorted.size() - 1;  // values left without the member
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      auto other = [&](size_t k) { return sorted[k < i ? k : k + 1].first; };
+      const uint32_t p = sorted[i].second;
+      role_mean[p] = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
+      if (role_mean[p] > 0) with_peers.push_back(p);
+    }
+  }
+  return judge_by_floor(
+      with_peers, [&](uint32_t p) { return t.gap_sum[p] / t.gap_count[p] / role_mean[p]; },
+      [&](uint32_t p, double excess) { return excess * role_mean[p] * t.gap_count[p]; },
+      1.0,  // as fast as its role peers
+      [](uint32_t) { return true; }, t, cfg, late);
+}
+
+// GPUs of collectives only: each communicator rank's gaps against its peers', gap by gap
+// (own_work_stragglers.hpp).
+bool judge_collective_gaps(const Observations& obs, const GapTotals& t, const std::vector<bool>& measured,
+                           const std::vector<GlobalProcess>& procs, std::vector<double>& late,
+                           std::vector<std::string>& diagnostics) {
+  std::vector<GapObservation> gap_ranks;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (c.gap_samples == 0 || c.gap_period_sum_ns == 0 || t.alone[c.process] || !measured[c.process] ||
+        !t.role[c.process].empty() || !c.has_collective)
+      continue;
+    GapObservation g;
+    g.process = c.process;
+    g.role = c.comm_hash;  // a collective's ranks all do the same work
+    g.samples = c.gap_samples;
+    g.mean_gap_ns = static_cast<double>(c.gap_sum_ns) / c.gap_samples;
+    g.mean_period_ns = static_cast<double>(c.gap_period_sum_ns) / c.gap_samples;
+    g.gaps = c.gaps;
+    gap_ranks.push_back(g);
+  }
+  std::map<uint64_t, size_t> role_size;
+  for (const GapObservation& g : gap_ranks) ++role_size[g.role];
+  bool compared = false;
+  for (const auto& [r, size] : role_size) compared = compared || size >= 2;
+  std::vector<OwnWorkStraggler> judged;
+  for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged)) late[s.process] += s.excess_ns;
+  for (const OwnWorkStraggler& s : judged)
+    diagnostics.push_back("gaps " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
+                          std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " +
+                          std::to_string(s.excess_ns) + " ns");
+  return compared;
+}
+
+// GPUs alone in their role: the share of their time on their own work against every GPU's
+// share (the stages of a balanced pipeline have about the same share, a straggler's is larger).
+bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<double>& late) {
+  std::vector<uint32_t> everyone;
+  for (const auto& [key, members] : t.peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
+  return judge_by_floor(
+      everyone, [&](uint32_t p) { return t.gap_sum[p] / t.period_sum[p]; },
+      [&](uint32_t p, double excess) { return excess * t.period_sum[p]; }, std::numeric_limits<double>::quiet_NaN(),
+      [&](uint32_t p) { return static_cast<bool>(t.alone[p]); }, t, cfg, late);
+}
+
+// Without StopGpuClk: a kernel's start against the median of its node's GPUs in the same
+// collective.
+void kernel_start_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of,
+                           std::vector<double>& late) {
+  std::vector<double> means;
+  for (const GlobalCommRank& c : obs.comm_ranks)
+    if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
+  Robust base = robust_of(means);
+  double guard = guard_of(base);
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (!c.kernel_samples) continue;
+    double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
+    if (mean - base.median > guard) late[c.process] += (mean - base.median) * c.kernel_samples;
+  }
+}
+
+// Late arrival seen on the proxy's own clock, only without kernel clocks (KernelCh not
+// recorded). Every rank's receive ops end when the collective's data has gone round; a rank
+// that posts them late has the shortest ops. In a ring all ranks play the same part; in trees
+// and pipelines op lengths differ by position, so this is a last resort.
+void short_ops_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of,
+                        std::vector<double>& late) {
+  std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
+  for (const GlobalCommRank& c : obs.comm_ranks)
+    if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
+  for (const auto& [comm, members] : by_comm) {
+    std::vector<double> means;
+    for (const GlobalCommRank* c : members) means.push_back(static_cast<double>(c->op_time_sum_ns) / c->op_samples);
+    Robust base = robust_of(means);
+    if (base.n < kMinRobustSample) continue;  // op lengths of a few ranks differ by role
+    double guard = guard_of(base);
+    for (const GlobalCommRank* c : members) {
+      double shorter = base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples;
+      if (shorter > guard) late[c->process] += shorter * c->op_samples;
+    }
+  }
+}
+
+}  // namespace
+
+OwnDelay measure_own_delay(const Observations& obs, const std::vector<GlobalProcess>& procs,
+                           const std::map<uint64_t, int32_t>& n_ranks,
+                           const std::map<uint64_t, CommBaseline>& baselines, const AttributionConfig& cfg) {
+  const size_t n = procs.size();
+  OwnDelay out;
+  out.late_ns.assign(n, 0.0);
+  out.work_measured.assign(n, false);
+  // Scale of the fallbacks: the median collective duration seen by the proxies (receive ops
+  // last as long as the collective), else the median proxy op.
+  double collective_ns = 0;
+  {
+    std::vector<double> op_means;
+    for (const GlobalCommRank& c : obs.comm_ranks)
+      if (c.op_samples) op_means.push_back(static_cast<double>(c.op_time_sum_ns) / c.op_samples);
+    collective_ns = robust_of(op_means).median;
+    for (const auto& [comm, b] : baselines) collective_ns = std::max(collective_ns, b.op_ns);
+  }
+  auto guard_of = [&](const Robust& base) {
+    double spread = base.n < kMinRobustSample ? 0.0 : cfg.mad_k * base.sigma;
+    return std::max({spread, cfg.kernel_rel_floor * collective_ns, cfg.kernel_abs_floor_ns});
+  };
+  // Preferred: the gaps between a GPU's kernels, the time it spent on its own work:
+  // comparable across nodes, blind to victims that merely finished the previous call late.
+  const GapTotals totals = gap_totals(obs, n, n_ranks, out.work_measured);
+  out.have_gaps = judge_pipeline_stages(totals, cfg, out.late_ns);
+  out.have_gaps = judge_collective_gaps(obs, totals, out.work_measured, procs, out.late_ns, out.diagnostics) ||
+                  out.have_gaps;
+  if (totals.any_alone) out.have_gaps = judge_alone(totals, cfg, out.late_ns) || out.have_gaps;
+  if (!out.have_gaps) {
+    kernel_start_fallback(obs, guard_of, out.late_ns);
+    short_ops_fallback(obs, guard_of, out.late_ns);
+  }
+  return out;
+}
+
+}  // namespace culprit
