@@ -15,8 +15,8 @@ constexpr double kMedianEfficiency = 1.2533;
 constexpr double kPairToSigma = 1.0483;  // 1 / (sqrt(2) x 0.6745)
 // Fewer departures than this measure no spread between GPUs.
 constexpr size_t kMinPool = 3;
-// With no spread measurable (fewer than kMinPool ranks to compare), only a GPU this many
-// times slower than its peer is named: speed differences of healthy GPUs stay below it.
+// With no spread measurable (fewer than kMinPool ranks to compare) and no prior configured
+// (prior_df 0), only a GPU this many times slower than its peer is named.
 constexpr double kUnmeasuredRatio = 1.5;
 
 // A rank's departure from the typical gaps of its role, and the variance of that departure
@@ -51,8 +51,8 @@ std::vector<double> paired_departures(const GapObservation& r,
 
 // The departures of one role's ranks. The spread of single departures is the same random
 // process for every GPU of a role, straggler or not (a slower GPU is slower every time), so
-// it is measured on all of them, robustly (the median of their spreads), with the degrees of
-// freedom of all their samples: a handful of gaps alone say little about their own noise.
+// it is measured on all of them together (below), with the degrees of freedom of all their
+// samples: a handful of gaps alone say little about their own noise.
 void judge_role(const std::vector<const GapObservation*>& members, std::vector<Departure>& out) {
   std::map<uint64_t, std::vector<std::pair<const GapObservation*, double>>> by_key;
   for (const GapObservation* r : members)
@@ -102,9 +102,9 @@ std::vector<Departure> departures_of(const std::vector<GapObservation>& ranks) {
   return out;
 }
 
-// The static spread between healthy GPUs (variance of log speed), and its degrees of freedom:
-// the robust spread of all departures, less what the noise of the medians explains.
-// The measurement is combined with what is known of GPUs before looking (the conjugate
+// The static spread between healthy GPUs (variance of log speed), and its degrees of freedom,
+// from the departures of every role of at least kMinPool ranks and their noise
+// (between_variance_of, robust_stats.hpp). The measurement is combined with what is known of GPUs before looking (the conjugate
 // update of a variance: prior_df pseudo-observations of prior_sigma), so that a job of four
 // GPUs, whose spread cannot be measured, is neither blind nor trigger-happy.
 std::pair<double, double> between_gpu_variance(const std::vector<Departure>& departures,
@@ -124,7 +124,6 @@ std::pair<double, double> between_gpu_variance(const std::vector<Departure>& dep
                                           config.prior_sigma, config.prior_df);
   return {pooled.variance, pooled.df};
 }
-
 
 }  // namespace
 
