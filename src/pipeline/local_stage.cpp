@@ -43,10 +43,6 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
   }
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
-  // Gaps: per GPU, its collectives and p2p calls of every communicator in kernel-start order.
-  // Each gap comes with its period (previous kernel start to this one), so that the share of
-  // time a GPU spends on its own work can be compared between GPUs that launch different
-  // numbers of kernels (pipeline stages).
   // Ordinal of each send/recv kernel among its rank's of that communicator: the key that
   // pairs it with the same kernel of the rank's role peers.
   std::map<const KernelStartRecord*, uint64_t> p2p_ordinal;
@@ -61,6 +57,10 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
       for (size_t i = 0; i < list.size(); ++i) p2p_ordinal[list[i]] = i;
     }
   }
+  // Gaps: per GPU, its collectives and p2p calls of every communicator in kernel-start order.
+  // Each gap comes with its period (previous kernel start to this one), so that the share of
+  // time a GPU spends on its own work can be compared between GPUs that launch different
+  // numbers of kernels (pipeline stages).
   std::map<uint32_t, std::vector<const KernelStartRecord*>> by_process;
   for (const KernelStartRecord& k : data.kernel_starts) by_process[k.process].push_back(&k);
   for (auto& [process, list] : by_process) {
