@@ -212,7 +212,8 @@ bool parse_fast(std::string_view line, TraceLine& out) {
   std::string_view ph, tok;
   if (!CULPRIT_LIT(c, "{\"name\": \"") || !c.str(&out.name) || out.name.empty()) return false;
   if (!CULPRIT_LIT(c, ", \"cat\": \"") || !c.str(&out.cat)) return false;
-  if (!CULPRIT_LIT(c, ", \"ph\": \"") || !c.str(&ph) || ph.size() != 1) return false;
+  // A phase is one letter; a NUL there is damage, not an event.
+  if (!CULPRIT_LIT(c, ", \"ph\": \"") || !c.str(&ph) || ph.size() != 1 || ph[0] == 0) return false;
   out.ph = ph[0];
   if (!CULPRIT_LIT(c, ", \"id\": ")) return false;
   tok = c.token();

@@ -97,6 +97,15 @@ TEST(TraceLine, ParsesBareTokensAndExactMicroseconds) {
   EXPECT_FALSE(parse_us_to_ns("-3.0", &ns));
 }
 
+TEST(TraceLine, ANulPhaseIsNoEvent) {
+  // Found by fuzz_trace_line: a NUL byte as the phase letter passed the fast path.
+  TraceLine ev;
+  std::string scratch;
+  const std::string line = std::string(R"({"name": "Idle", "cat": "PROXY", "ph": ")") + '\0' +
+                           R"(", "id": 0, "pid": 4242, "tid": 1, "ts": 11.000000},)";
+  EXPECT_FALSE(parse_trace_line(line, ev, scratch));
+}
+
 TEST(TraceReader, SumsPhasesPerProxyOp) {
   LocalData d = read(kGoodTrace);
   ASSERT_EQ(d.inputs.size(), 1u);
