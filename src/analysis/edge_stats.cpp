@@ -3,20 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/robust_stats.hpp"
+
 namespace culprit {
-namespace {
-
-double median_of(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2;
-}
-
-}  // namespace
 
 Robust robust_of(std::vector<double> values) {
   Robust r;
@@ -24,9 +13,9 @@ Robust robust_of(std::vector<double> values) {
   if (values.empty()) return r;
   r.minimum = *std::min_element(values.begin(), values.end());
   r.maximum = *std::max_element(values.begin(), values.end());
-  r.median = median_of(values);
+  r.median = median_in_place(values);
   for (double& v : values) v = std::fabs(v - r.median);
-  r.sigma = 1.4826 * median_of(values);
+  r.sigma = 1.4826 * median_in_place(values);
   return r;
 }
 

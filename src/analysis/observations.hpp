@@ -21,9 +21,8 @@ struct GlobalProcess {
   std::string label;
 };
 
-// One gap (own work before a kernel) of a rank, keyed so that the same gap of its role peers
-// can be found: the collective's sequence number, or for send/recv the kernel's ordinal among
-// the rank's send/recv kernels of that communicator in the trace.
+// One gap (own work before a collective's kernel) of a rank, keyed by the collective's
+// sequence number, so that the same gap of its role peers can be found.
 struct GapSample {
   uint64_t key = 0;
   double log_ns = 0;  // log of the gap in ns

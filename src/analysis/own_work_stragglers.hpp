@@ -4,10 +4,9 @@
 // Physics: in a collective every rank does the same work between two calls, so a straggler's
 // gaps are longer every time, while its victims' gaps are not (they wait inside the kernel,
 // not before it). Noise makes single gaps differ; hardware makes GPUs differ a little for
-// good. So each gap is compared, in logs, with the same gap of the rank's role peers (the
-// same collective, or the same send/recv kernel of a pipeline stage's schedule, so that the
-// many kinds of gap in a pipeline are compared like with like), and a rank is judged by the
-// median of those departures, against both:
+// good. So each gap is compared, in logs, with the same gap (same key: the collective's
+// sequence) of the rank's role peers, so that gaps of different kinds are compared like with
+// like, and a rank is judged by the median of those departures, against both:
 //   - the noise of that median, from the spread of the departures over the window, measured
 //     on the whole role (standard error ~ 1.2533 sigma / sqrt(samples): significance grows
 //     with the number of sequences, so a persistent 10 % straggler stands out where a one-off
@@ -30,8 +29,8 @@
 
 namespace culprit {
 
-// One communicator rank's gaps. Ranks of one role (same communicator, or the same place in
-// same-shaped pipelines) do the same work and are compared with each other.
+// One communicator rank's gaps. Ranks of one role (the attribution uses one per collective
+// communicator) do the same work and are compared with each other.
 struct GapObservation {
   uint32_t process = 0;
   uint64_t role = 0;

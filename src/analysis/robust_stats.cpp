@@ -8,7 +8,7 @@
 
 namespace culprit {
 
-double median_of(std::vector<double> v) {
+double median_in_place(std::vector<double>& v) {
   if (v.empty()) return 0;
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
@@ -26,7 +26,7 @@ double between_variance_of(const std::vector<double>& departures, const std::vec
       const double var = b + noise[i];
       ratios.push_back(var > 0 ? departures[i] * departures[i] / var : std::numeric_limits<double>::infinity());
     }
-    return median_of(std::move(ratios));
+    return median_in_place(ratios);
   };
   if (median_ratio(0) <= kChiSquare1Median) return 0;
   double lo = 0, hi = 0;

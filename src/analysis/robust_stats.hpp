@@ -6,7 +6,10 @@
 
 namespace culprit {
 
-double median_of(std::vector<double> values);
+// The median (the mean of the two middle values for an even count; 0 when empty).
+// median_in_place reorders its argument.
+double median_in_place(std::vector<double>& values);
+inline double median_of(std::vector<double> values) { return median_in_place(values); }
 
 // The variance b between healthy members, from departures d_i drawn from N(0, b + noise_i):
 // the value at which the median of d_i^2 / (b + noise_i) is the median of a chi-square with

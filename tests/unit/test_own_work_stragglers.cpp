@@ -37,7 +37,7 @@ struct Job {
   double factor = 1.0;    // the straggler's gaps are this many times longer
   int spike_rank = -1;    // one gap of this rank is spike times longer
   double spike = 1.0;
-  bool bimodal = false;   // a pipeline: gaps alternate between short and long kinds
+  bool bimodal = false;   // gaps alternate between a long and a short kind
   uint32_t seed = 1;
 
   std::vector<std::vector<GapSample>> storage;
@@ -127,9 +127,10 @@ TEST(OwnWorkStragglers, HardwareSpreadIsNotAStragglerButAFaultWellBeyondItIs) {
   EXPECT_EQ(named(faulty), std::vector<uint32_t>{9});
 }
 
-TEST(OwnWorkStragglers, PipelineGapsAreComparedGapByGap) {
-  // Gaps of two very different kinds (a pipeline stage's schedule): compared with the same
-  // gap of the role peers, a 1.5x straggler among four is clear; the mixture alone is not.
+TEST(OwnWorkStragglers, GapsOfDifferentKindsAreComparedGapByGap) {
+  // Gaps of two very different kinds (say, before a forward and a backward collective):
+  // compared with the same gap of the role peers, a 1.5x straggler among four is clear; the
+  // mixture alone is not.
   Job healthy;
   healthy.bimodal = true;
   healthy.ranks = 4;
