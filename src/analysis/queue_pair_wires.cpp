@@ -7,8 +7,8 @@ double bytes_per_second(const QpObservation& q) {
   return static_cast<double>(q.bytes) * 1e9 / static_cast<double>(q.sum_ns);
 }
 
-int64_t slowest_outbound_peer(uint32_t process, std::span<const OutboundSendWait> sends) {
-  int64_t peer = -1;
+std::optional<uint32_t> slowest_outbound_peer(uint32_t process, std::span<const OutboundSendWait> sends) {
+  std::optional<uint32_t> peer;
   double worst = -1;
   for (const OutboundSendWait& s : sends)
     if (s.src == process && s.send_wait_per_step_ns > worst) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct OutboundSendWait {
 struct SlowQueuePair {
   uint32_t process = 0;
   double excess_ns = 0;
-  int64_t peer = -1;  // process at the far end of its slowest outbound connection, -1 unknown
+  std::optional<uint32_t> peer;  // process at the far end of its slowest outbound connection, if any
 };
 
 // Needs at least three timed queue pairs for a baseline; processes >= n_processes are skipped.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 namespace culprit {
 namespace {
@@ -72,10 +73,12 @@ std::vector<uint32_t> find_roots(size_t n, const std::vector<WaitEdge>& edges,
     if (has_exit[static_cast<size_t>(c)]) continue;  // it waits on something else
     const std::vector<uint32_t>& m = members[static_cast<size_t>(c)];
     uint32_t best = m.front();
-    auto rank = [&](uint32_t x) { return std::make_pair(candidates[x].evidence_ns, waited_on[x]); };
+    auto rank = [&](uint32_t x) {
+      return std::make_tuple(candidates[x].stopped, candidates[x].evidence_ns, waited_on[x]);
+    };
     for (uint32_t v : m)
       if (rank(v) > rank(best)) best = v;
-    if (candidates[best].evidence_ns >= min_evidence_ns) roots.push_back(best);
+    if (candidates[best].stopped || candidates[best].evidence_ns >= min_evidence_ns) roots.push_back(best);
   }
   return roots;
 }

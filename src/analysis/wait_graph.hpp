@@ -18,9 +18,8 @@ struct WaitEdge {
 };
 
 struct RootCandidate {
-  double evidence_ns = 0;       // unexplained self delay (0 if none)
-  std::string culprit_class;    // class the evidence points to
-  int64_t peer = -1;            // other end, for network_link
+  double evidence_ns = 0;  // unexplained self delay (0 if none)
+  bool stopped = false;    // a hang: outranks any delay
 };
 
 struct GraphVerdict {
@@ -31,9 +30,9 @@ struct GraphVerdict {
 };
 
 // Roots: `edges` are anomaly wait-for edges (u is held up by v). `candidates` has one entry
-// per process. A sink component of the condensation that holds
-// self evidence of `min_evidence_ns` or more yields one root: its member with the most
-// evidence (ties: most waited on). A sink without evidence is only a victim that waits on
+// per process. A sink component of the condensation that holds a stopped process or self
+// evidence of `min_evidence_ns` or more yields one root: its stopped member, else its member
+// with the most evidence (ties: most waited on). A sink without evidence is only a victim that waits on
 // something the data cannot see, and names no culprit.
 std::vector<uint32_t> find_roots(size_t n_processes, const std::vector<WaitEdge>& edges,
                                  const std::vector<RootCandidate>& candidates,

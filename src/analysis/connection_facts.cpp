@@ -1,0 +1,111 @@
+#include "analysis/connection_facts.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/receiver_peers.hpp"
+#include "analysis/slow_wire.hpp"
+
+namespace culprit {
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Per communicator: the RecvWait of its quickest-fed receivers (10th percentile), what data
+// arriving on time costs there.
+std::map<uint64_t, double> low_recv_wait_of(const std::vector<EdgeView>& views) {
+  std::map<uint64_t, std::vector<double>> waits;
+  for (const EdgeView& v : views)
+    if (v.has_recv) waits[v.edge->key.comm_hash].push_back(v.step_ns[kRecvWait]);
+  std::map<uint64_t, double> low;
+  for (auto& [comm, values] : waits) low[comm] = quantile(std::move(values), 0.1);
+  return low;
+}
+
+void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& receivers,
+                  double low_recv_wait, const AttributionConfig& cfg) {
+  for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
+    bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
+    if (present) f.anomaly[p] = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
+  }
+  for (int p : {kSendPeerWait, kRecvFlushWait, kRecvGpuWait}) {
+    bool present = p == kSendPeerWait ? f.view.has_send : f.view.has_recv;
+    if (present) f.anomaly[p] = receivers.anomaly(f.view, p, base.cycle_ns);
+  }
+  // Waiting for data is absolute (every connection of a stalled ring waits), so it is judged
+  // against the communicator's low reference with the floors alone.
+  double floor = std::max(cfg.rel_floor * base.cycle_ns, cfg.abs_floor_ns);
+  if (f.view.has_recv) {
+    double late = f.view.step_ns[kRecvWait] - low_recv_wait;
+    if (late > floor) f.late_data_ns = late;
+  }
+  WireJudgement wire = judge_wire(f.view, base, cfg);
+  f.slow_link = wire.slow;
+  f.link_excess_ns = wire.excess_per_step_ns;
+  f.no_credit = f.anomaly[kSendPeerWait] > 0;
+  f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
+  f.slow_consume = f.anomaly[kRecvGpuWait] > 0;
+  f.verdict = verdict_of(f);
+}
+
+// Connections with a missing half. The end whose half is missing may still be in the input
+// (it recorded other connections): then that end recorded nothing for this one, and its
+// node is not missing.
+void note_missing_halves(const std::vector<EdgeFacts>& facts, const ProcessContext& context,
+                         std::vector<std::string>& notes) {
+  size_t half_missing = 0, half_missing_with_data = 0;
+  for (const EdgeFacts& f : facts) {
+    if (f.view.has_send && f.view.has_recv) continue;
+    ++half_missing;
+    uint32_t silent_end = f.view.has_send ? f.dst : f.src;
+    if (context.has_records(silent_end)) ++half_missing_with_data;
+  }
+  if (half_missing_with_data)
+    notes.push_back(std::to_string(half_missing_with_data) +
+                    " connection(s) recorded by one end only: the other end is in the input but "
+                    "has no records of them (judged from the end that has)");
+  if (half_missing > half_missing_with_data)
+    notes.push_back(std::to_string(half_missing - half_missing_with_data) +
+                    " connection(s) seen from one end only: the other end has no data at all");
+}
+
+}  // namespace
+
+EdgeVerdict verdict_of(const EdgeFacts& f) {
+  if (f.slow_link) return EdgeVerdict::kSlowLink;
+  if (f.slow_flush) return EdgeVerdict::kSlowFlush;
+  if (f.no_credit) return EdgeVerdict::kNoCredit;
+  if (f.late_data_ns > 0) return EdgeVerdict::kLateData;
+  return EdgeVerdict::kNormal;
+}
+
+ConnectionFacts judge_connections(const Observations& obs, ProcessContext& context, const AttributionConfig& cfg) {
+  ConnectionFacts out;
+  std::vector<EdgeView> views;
+  views.reserve(obs.edges.size());
+  for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
+  out.baselines = baselines_of(views);
+  std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
+  ReceiverPeers receivers(views, cfg);
+  out.edges.resize(obs.edges.size());
+  for (size_t i = 0; i < obs.edges.size(); ++i) {
+    const EdgeKey& k = obs.edges[i].key;
+    EdgeFacts& f = out.edges[i];
+    f.view = views[i];
+    f.src = context.process_of(k.comm_hash, k.src_rank);
+    f.dst = context.process_of(k.comm_hash, k.dst_rank);
+    f.p2p = !context.is_collective(k.comm_hash);
+    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], cfg);
+  }
+  note_missing_halves(out.edges, context, out.notes);
+  return out;
+}
+
+}  // namespace culprit

@@ -1,0 +1,31 @@
+// Pass 5 of the attribution, explanations of weaker evidence by a stronger neighbour, as
+// wait-for edges:
+//   - starved_by_link: withheld credit with no slowness of its own (class gpu_producer
+//     without kernel evidence) is what a slow wire does to the GPUs around it in the same
+//     communicator (starved inputs, stalled combines). It is held by the strongest slow wire
+//     there, when that is stronger.
+//   - node_interior: GPUs of one node are chained by invisible NVLink hops, so a weaker
+//     GPU-side delay on a node that also holds a stronger one is most likely that one's
+//     backpressure or starvation. A slow wire starves the node it feeds as much as it holds
+//     up its sender's node, so it counts on both ends' nodes. A GPU whose own work is
+//     measurably slow (kernel clocks) explains the GPU-side delays of its node peers, and
+//     the reverse cannot happen (a slow consumer does not lengthen another GPU's own work),
+//     so kernel evidence outranks proxy-derived evidence. Flushes and hangs are their own.
+#pragma once
+
+#include <vector>
+
+#include "analysis/process_context.hpp"
+#include "analysis/self_evidence.hpp"
+#include "analysis/wait_graph.hpp"
+
+namespace culprit {
+
+// `kernel_late_ns`: per process, its own delay measured by kernel clocks (0: none).
+void add_starved_by_link_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
+                               const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds);
+
+void add_node_interior_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
+                             const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds);
+
+}  // namespace culprit

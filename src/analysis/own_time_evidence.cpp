@@ -1,0 +1,57 @@
+#include "analysis/own_time_evidence.hpp"
+
+#include <algorithm>
+
+#include "analysis/queue_pair_wires.hpp"
+#include "analysis/unexplained_send_gpu_wait.hpp"
+
+namespace culprit {
+
+void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
+                                     std::vector<std::string>& notes) {
+  std::vector<SendGpuWaitFact> sends;
+  std::vector<InputArrivalFact> arrivals;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    const EdgeSummary& e = obs.edges[i];
+    if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
+    if (f.view.has_send)
+      sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps)});
+    if (f.view.has_recv) arrivals.push_back({f.dst, e.key.comm_hash, f.late_data_ns});
+  }
+  for (const auto& [p, own_ns] : unexplained_send_gpu_wait(sends, arrivals))
+    if (!own_delay.work_measured[p]) evidence[p].offer(own_ns, CulpritClass::kGpuProducer);
+  const auto& measured = own_delay.work_measured;
+  if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
+    notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
+                    "work is judged by its SendGpuWait beyond what its inputs' arrival explains");
+}
+
+void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {
+  for (uint32_t p = 0; p < own_delay.late_ns.size(); ++p) {
+    if (own_delay.late_ns[p] <= 0) continue;
+    evidence[p].offer(own_delay.late_ns[p], CulpritClass::kGpuProducer);
+    // A GPU whose own work is measurably slow also consumes and frees buffers slowly: that
+    // is one straggler, not a consumer fault.
+    if (evidence[p].culprit_class == CulpritClass::kGpuConsumer) evidence[p].culprit_class = CulpritClass::kGpuProducer;
+  }
+}
+
+void offer_slow_wires(const Observations& obs, const std::vector<EdgeFacts>& facts, std::vector<Evidence>& evidence) {
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (facts[i].slow_link)
+      evidence[facts[i].src].offer(facts[i].link_excess_ns * static_cast<double>(obs.edges[i].send_steps),
+                                   CulpritClass::kNetworkLink, facts[i].dst);
+}
+
+void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                            const AttributionConfig& cfg, std::vector<Evidence>& evidence) {
+  std::vector<OutboundSendWait> sends;
+  for (const EdgeFacts& f : facts)
+    if (f.view.has_send) sends.push_back({f.src, f.dst, f.view.step_ns[kSendWait]});
+  for (const SlowQueuePair& q : slow_queue_pairs(obs.qps, sends, evidence.size(), cfg))
+    evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer);
+}
+
+}  // namespace culprit

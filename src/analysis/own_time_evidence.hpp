@@ -1,0 +1,38 @@
+// Pass 3 of the attribution, the evidence of a process's own time (DESIGN.md, "Own time,
+// not wait"), offered as self evidence:
+//   - kernel lateness: a GPU whose own work between kernels (or kernel starts) is late
+//     against its peers (own_delay.hpp) is a gpu_producer; its slow consumption is the same
+//     straggler, not a consumer fault;
+//   - without kernel clocks: SendGpuWait its inputs' arrival does not explain
+//     (unexplained_send_gpu_wait.hpp), collective connections only;
+//   - slow wires (slow_wire.hpp): network_link at the sender, towards the receiver;
+//   - queue pairs well under the job's wire speed (queue_pair_wires.hpp): network_link.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "analysis/connection_facts.hpp"
+#include "analysis/own_delay.hpp"
+#include "analysis/self_evidence.hpp"
+
+namespace culprit {
+
+// Offers gpu_producer evidence for unexplained SendGpuWait to the processes whose own work
+// is not measured by kernel clocks; notes when no process has kernel clocks at all.
+void offer_unexplained_send_gpu_wait(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
+                                     std::vector<std::string>& notes);
+
+// Offers each late GPU's own delay as gpu_producer (it replaces a weaker consumer class).
+void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence);
+
+// Offers each slow wire's excess over the window as network_link at its sender.
+void offer_slow_wires(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                      std::vector<Evidence>& evidence);
+
+// Offers slow queue pairs as network_link towards the far end of their slowest connection.
+void offer_slow_queue_pairs(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                            const AttributionConfig& config, std::vector<Evidence>& evidence);
+
+}  // namespace culprit

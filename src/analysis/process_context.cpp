@@ -1,0 +1,37 @@
+#include "analysis/process_context.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace culprit {
+
+ProcessContext::ProcessContext(const Observations& obs) : processes_(obs.processes) {
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    process_of_rank_[{c.comm_hash, c.rank}] = c.process;
+    n_ranks_[c.comm_hash] = std::max(n_ranks_[c.comm_hash], c.rank + 1);
+    if (c.has_collective) collective_comms_.insert(c.comm_hash);
+    with_records_.insert(c.process);
+  }
+  for (const EdgeSummary& e : obs.edges)
+    n_ranks_[e.key.comm_hash] = std::max({n_ranks_[e.key.comm_hash], e.key.src_rank + 1, e.key.dst_rank + 1});
+}
+
+uint32_t ProcessContext::process_of(uint64_t comm_hash, int32_t rank) {
+  auto it = process_of_rank_.find({comm_hash, rank});
+  if (it != process_of_rank_.end()) return it->second;
+  auto id = static_cast<uint32_t>(processes_.size());
+  char hash[24];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(comm_hash));
+  processes_.push_back({"(no data)", -1, -1, "comm " + std::string(hash).substr(0, 8) + " rank " + std::to_string(rank)});
+  ++placeholders_;
+  process_of_rank_[{comm_hash, rank}] = id;
+  return id;
+}
+
+std::map<uint32_t, std::set<uint64_t>> ProcessContext::comms_of_processes() const {
+  std::map<uint32_t, std::set<uint64_t>> comms;
+  for (const auto& [key, process] : process_of_rank_) comms[process].insert(key.first);
+  return comms;
+}
+
+}  // namespace culprit

@@ -1,0 +1,54 @@
+// Pass 1 of the attribution, the context: the job's processes, which process holds each
+// communicator rank, each communicator's size, and which communicators run collectives.
+//
+// A rank known only as somebody's peer (its node sent no data) gets a placeholder process
+// the first time a later pass asks for it, named after its communicator and rank, so that
+// evidence and waits can still point at it; placeholders() counts them (the results are
+// then partial).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/observations.hpp"
+
+namespace culprit {
+
+class ProcessContext {
+ public:
+  using RankKey = std::pair<uint64_t, int32_t>;  // (communicator hash, rank)
+
+  explicit ProcessContext(const Observations& observations);
+
+  // The process of a communicator rank; adds a placeholder for a rank without data.
+  uint32_t process_of(uint64_t comm_hash, int32_t rank);
+
+  const std::vector<GlobalProcess>& processes() const { return processes_; }
+  size_t size() const { return processes_.size(); }
+  const std::string& host_of(uint32_t process) const { return processes_[process].host; }
+  size_t placeholders() const { return placeholders_; }
+  const std::map<RankKey, uint32_t>& rank_map() const { return process_of_rank_; }
+  // Ranks per communicator: one more than the highest rank any record names.
+  const std::map<uint64_t, int32_t>& n_ranks() const { return n_ranks_; }
+  // A communicator some rank ran a collective on (else it runs only send/recv).
+  bool is_collective(uint64_t comm_hash) const { return collective_comms_.count(comm_hash) > 0; }
+  // A process that recorded a communicator rank of its own (placeholders did not).
+  bool has_records(uint32_t process) const { return with_records_.count(process) > 0; }
+  // The communicators each process holds a rank of.
+  std::map<uint32_t, std::set<uint64_t>> comms_of_processes() const;
+
+ private:
+  std::vector<GlobalProcess> processes_;
+  std::map<RankKey, uint32_t> process_of_rank_;
+  std::map<uint64_t, int32_t> n_ranks_;
+  std::set<uint64_t> collective_comms_;
+  std::set<uint32_t> with_records_;
+  size_t placeholders_ = 0;
+};
+
+}  // namespace culprit

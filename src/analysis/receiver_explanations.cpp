@@ -1,0 +1,71 @@
+#include "analysis/receiver_explanations.hpp"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+namespace culprit {
+namespace {
+
+struct Connection {
+  size_t index;
+  const EdgeFacts& facts;
+  double send_steps, recv_steps;
+  double flush, consume;  // the receiver's own excess over the window (0: none)
+};
+
+// Per host: its GPUs whose own kernels run late, in process order.
+std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInputs& in) {
+  std::map<std::string, std::vector<uint32_t>> late;
+  for (uint32_t p = 0; p < in.own_delay.late_ns.size(); ++p)
+    if (in.own_delay.late_ns[p] > 0) late[in.context.host_of(p)].push_back(p);
+  return late;
+}
+
+void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
+                             const AttributionConfig& cfg, std::vector<Evidence>& evidence,
+                             std::vector<WaitEdge>& holds) {
+  const EdgeFacts& f = c.facts;
+  double weight = f.anomaly[kSendPeerWait] * c.send_steps;
+  holds.push_back({f.src, f.dst, weight, "no_credit"});
+  Lane lane = in.lanes.entry_of(c.index);
+  bool late_elsewhere = std::any_of(late_on_host.begin(), late_on_host.end(), [&](uint32_t x) { return x != f.dst; });
+  if (!f.p2p && in.lanes.backpressured(lane, cfg)) {
+    for (size_t o : in.lanes.exits(lane))
+      if (in.facts[o].dst != f.dst) holds.push_back({f.dst, in.facts[o].src, weight, "backpressure"});
+  } else if (late_elsewhere && c.flush == 0 && c.consume == 0) {
+    for (uint32_t x : late_on_host)
+      if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
+  } else if (c.flush > c.consume) {
+    evidence[f.dst].offer(weight + c.flush, CulpritClass::kFlush);
+  } else if (c.consume > 0) {
+    evidence[f.dst].offer(weight + c.consume, CulpritClass::kGpuConsumer);
+  } else {
+    evidence[f.dst].offer(weight, CulpritClass::kGpuProducer);
+  }
+}
+
+}  // namespace
+
+void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, std::vector<Evidence>& evidence,
+                       std::vector<WaitEdge>& holds) {
+  const std::map<std::string, std::vector<uint32_t>> late_by_host = late_gpus_by_host(in);
+  static const std::vector<uint32_t> kNoneLate;
+  for (size_t i = 0; i < in.facts.size(); ++i) {
+    const EdgeFacts& f = in.facts[i];
+    const EdgeSummary& e = in.observations.edges[i];
+    Connection c{i, f, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps), 0, 0};
+    c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
+    c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
+    bool own_work_measured = in.own_delay.work_measured[f.dst];
+    if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
+      auto late = late_by_host.find(in.context.host_of(f.dst));
+      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, evidence, holds);
+    } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg)) {
+      if (c.flush > 0) evidence[f.dst].offer(c.flush, CulpritClass::kFlush);
+      if (c.consume > 0) evidence[f.dst].offer(c.consume, CulpritClass::kGpuConsumer);
+    }
+  }
+}
+
+}  // namespace culprit

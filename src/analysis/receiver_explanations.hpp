@@ -1,0 +1,40 @@
+// Pass 4 of the attribution, explanations of what receivers did to their senders: withheld
+// credit (no_credit), slow flush and slow consumption (the connection facts' anomalies).
+//
+// Withheld credit says the receiver posted or freed its buffers late. Its own slow
+// consumption or flush explains that. Otherwise, where its kernel gaps measure its own work,
+// they judge that work, and a late post with its own work in order means it was elsewhere in
+// its program (another communicator's collective, the previous send/recv, a combine waiting
+// for a sibling input): it blames nobody. Without GPU clocks the late post is the best hint
+// left. A receiver that withheld credit is then explained, in this order, by:
+//   - backpressure: its lane's exits are held from beyond the node (lanes.hpp); it waits on
+//     the senders of those exits (collectives only: a send/recv receive frees its buffers
+//     whatever the node sends next);
+//   - node_interior: another GPU of its node is late by its own kernels, it waits on them;
+//   - else its own evidence: flush, gpu_consumer, or gpu_producer (a late post).
+// A slow flush or consumption without withheld credit is the receiver's own evidence unless
+// its lane is backpressured.
+#pragma once
+
+#include <vector>
+
+#include "analysis/lanes.hpp"
+#include "analysis/own_delay.hpp"
+#include "analysis/self_evidence.hpp"
+#include "analysis/wait_graph.hpp"
+
+namespace culprit {
+
+struct ReceiverInputs {
+  const Observations& observations;
+  const std::vector<EdgeFacts>& facts;
+  const ProcessContext& context;
+  const Lanes& lanes;
+  const OwnDelay& own_delay;
+};
+
+// Appends wait-for edges to `holds` and offers self evidence (one entry per process).
+void explain_receivers(const ReceiverInputs& inputs, const AttributionConfig& config,
+                       std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds);
+
+}  // namespace culprit

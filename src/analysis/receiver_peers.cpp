@@ -1,0 +1,68 @@
+#include "analysis/receiver_peers.hpp"
+
+#include <algorithm>
+
+namespace culprit {
+namespace {
+
+const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
+
+bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ? v.has_send : v.has_recv; }
+
+}  // namespace
+
+ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config)
+    : config_(config) {
+  for (const EdgeView& v : views) {
+    const EdgeKey& k = v.edge->key;
+    ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
+    if (v.has_recv) inputs_of_[{k.comm_hash, k.dst_rank, k.channel}].push_back(&v);
+  }
+  for (const EdgeView& v : views) {
+    const EdgeKey& k = v.edge->key;
+    for (int p : kReceiverPhases)
+      if (has_half_of(v, p)) groups_[{k.comm_hash, combining(k)}][p].members.emplace_back(v.step_ns[p], k.dst_rank);
+  }
+  for (auto& [kind, by_phase] : groups_)
+    for (auto& [phase, group] : by_phase) {
+      std::vector<double> values;
+      for (const auto& m : group.members) values.push_back(m.first);
+      group.base = robust_of(std::move(values));
+    }
+}
+
+bool ReceiverPeers::combining(const EdgeKey& key) const {
+  auto it = fan_in_.find({key.comm_hash, key.dst_rank, key.channel});
+  return it != fan_in_.end() && it->second > 1;
+}
+
+double ReceiverPeers::sibling_wait(const EdgeView& view) const {
+  double wait = 0;
+  if (!view.has_recv) return wait;
+  auto it = inputs_of_.find({view.edge->key.comm_hash, view.edge->key.dst_rank, view.edge->key.channel});
+  if (it == inputs_of_.end()) return wait;
+  for (const EdgeView* sibling : it->second)
+    if (sibling->edge != view.edge) wait = std::max(wait, sibling->step_ns[kRecvWait] - view.step_ns[kRecvWait]);
+  return wait;
+}
+
+double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
+  bool combines = combining(view.edge->key);
+  auto kind = groups_.find({view.edge->key.comm_hash, combines});
+  if (kind == groups_.end()) return 0;
+  auto group = kind->second.find(phase);
+  if (group == kind->second.end()) return 0;
+  const Group& g = group->second;
+  double value = view.step_ns[phase];
+  if (phase != kRecvFlushWait && combines) value = std::max(0.0, value - sibling_wait(view));
+  double scale = cycle_ns;
+  if (phase != kRecvFlushWait) scale *= config_.credit_rel_floor / config_.rel_floor;
+  if (g.base.n >= kMinRobustSample) return significant_excess(value, g.base, scale, config_);
+  double others = 0;
+  for (const auto& [other_value, receiver] : g.members)
+    if (receiver != view.edge->key.dst_rank) others = std::max(others, other_value);
+  double excess = value - others;
+  return excess > std::max(config_.rel_floor * scale, config_.abs_floor_ns) ? excess : 0.0;
+}
+
+}  // namespace culprit

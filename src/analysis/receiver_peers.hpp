@@ -1,0 +1,54 @@
+// Signal of the connection facts pass: how a receiver's buffer handling compares with its
+// peers'. Three phases are the receiver's doing: SendPeerWait (the sender waits for the
+// receiver's credit), RecvFlushWait and RecvGpuWait (the receiver's GPU consuming the data).
+//
+// Receivers that combine several network inputs on one channel (tree parents) hold early
+// data until the last input arrives: their RecvGpuWait and withheld credit are structural.
+// So receivers are judged among their own kind (same communicator, combining or not), and a
+// combining receiver's hold on an input is first reduced by how much later its latest
+// sibling input arrived (that much is explained).
+//
+// Held buffers (withheld credit, slow consumption) only throttle a pipeline when they cost a
+// good part of a transfer, so those two are judged at credit_rel_floor of the step scale;
+// flush at rel_floor. With fewer than kMinRobustSample peers there is no robust baseline:
+// an outlier must then stand above every connection into other receivers (a slow receiver
+// is slow on all of its inputs alike).
+#pragma once
+
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "analysis/edge_stats.hpp"
+
+namespace culprit {
+
+class ReceiverPeers {
+ public:
+  // `views` must outlive this object (it keeps pointers to them).
+  ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config);
+
+  // Significant excess per step of `phase` (kSendPeerWait, kRecvFlushWait or kRecvGpuWait)
+  // of connection `view` above its peers (0: none); cycle_ns is its communicator's step scale.
+  double anomaly(const EdgeView& view, int phase, double cycle_ns) const;
+
+  // Whether the receiver of `key` combines several network inputs on that channel.
+  bool combining(const EdgeKey& key) const;
+
+ private:
+  using Channel = std::tuple<uint64_t, int32_t, int32_t>;  // (comm, receiving rank, channel)
+  using Kind = std::pair<uint64_t, bool>;                   // (comm, combining)
+  struct Group {
+    std::vector<std::pair<double, int32_t>> members;  // (value, receiving rank)
+    Robust base;
+  };
+  double sibling_wait(const EdgeView& view) const;
+
+  const AttributionConfig& config_;
+  std::map<Channel, int> fan_in_;  // connections into each receiving channel
+  std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
+  std::map<Kind, std::map<int, Group>> groups_;
+};
+
+}  // namespace culprit

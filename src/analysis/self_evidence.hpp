@@ -1,0 +1,38 @@
+// Self evidence: the delay a process caused by itself, as the evidence passes offer it.
+// The strongest offer wins and sets the class. A process that stopped (a hang) is what
+// everyone waits for whatever else it shows: stop() replaces its evidence, and it outranks
+// any timed evidence.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "analysis/verdict_kinds.hpp"
+
+namespace culprit {
+
+struct Evidence {
+  double ns = 0;  // the delay in ns (0 for a stopped process: a hang is no time)
+  CulpritClass culprit_class = CulpritClass::kNone;
+  std::optional<uint32_t> peer;  // the far end, for network_link
+  bool stopped = false;
+
+  void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt) {
+    if (stopped || value <= ns) return;
+    ns = value;
+    culprit_class = cls;
+    peer = other;
+  }
+  void stop() {
+    *this = {};
+    stopped = true;
+    culprit_class = CulpritClass::kHang;
+  }
+  bool any() const { return stopped || ns > 0; }
+  // Stopped first, then the longer delay.
+  bool outranks(const Evidence& other) const {
+    return stopped != other.stopped ? stopped : ns > other.ns;
+  }
+};
+
+}  // namespace culprit
