@@ -59,8 +59,10 @@ struct KeyDecomposer {
   }
 };
 
-// The sixteen sums of an EdgeSummary, in its field order after the key.
-constexpr int kSumCount = 16;
+// The eighteen values of an EdgeSummary, in its field order after the key: sums, except
+// slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that know it.
+constexpr int kSumCount = 18;
+constexpr int kMinSlot = 16;
 struct Sums {
   uint64_t v[kSumCount];
 };
@@ -71,10 +73,14 @@ __host__ __device__ inline uint64_t sat_add(uint64_t a, uint64_t b) {
   return s < a ? ~uint64_t{0} : s;  // unsigned overflow wrapped around
 }
 
-struct SatAddSums {
+struct MergeSums {
   __host__ __device__ Sums operator()(const Sums& a, const Sums& b) const {
     Sums r;
     for (int i = 0; i < kSumCount; ++i) r.v[i] = sat_add(a.v[i], b.v[i]);
+    // As min_of_known on the CPU: a count of 0 means the minimum is unknown.
+    const uint64_t a_ops = a.v[kMinSlot + 1], b_ops = b.v[kMinSlot + 1];
+    r.v[kMinSlot] = a_ops == 0 ? b.v[kMinSlot] : b_ops == 0 ? a.v[kMinSlot]
+                  : (a.v[kMinSlot] < b.v[kMinSlot] ? a.v[kMinSlot] : b.v[kMinSlot]);
     return r;
   }
 };
@@ -107,6 +113,10 @@ struct Contribution {
       s.v[7] = steps;  // recv_steps
       s.v[9] = 1;      // recv_ops
       s.v[11] = r.bytes;
+      if (r.has_recv_gpu_wait_min) {
+        s.v[kMinSlot] = r.recv_gpu_wait_min_ns;  // recv_gpu_wait_min_ns
+        s.v[kMinSlot + 1] = 1;                   // recv_gpu_wait_min_ops
+      }
     }
     return s;
   }
@@ -172,7 +182,7 @@ std::size_t scratch_bytes(std::size_t n) {
   check(cub::DeviceReduce::ReduceByKey(nullptr, rbk_bytes, static_cast<const DevKey*>(nullptr),
                                        static_cast<DevKey*>(nullptr), values,
                                        static_cast<Sums*>(nullptr), static_cast<int*>(nullptr),
-                                       SatAddSums{}, static_cast<int>(n)),
+                                       MergeSums{}, static_cast<int>(n)),
         "sizing the reduce-by-key");
   return std::max(sort_bytes, rbk_bytes);
 }
@@ -308,7 +318,7 @@ void launch(Slot& s, std::size_t n, const CommWindow* d_windows, std::size_t n_w
   ValueIterator values(idx.Current(), Contribution{s.d_records});
   scratch = s.scratch;
   check(cub::DeviceReduce::ReduceByKey(s.d_scratch, scratch, keys.Current(), s.d_unique, values,
-                                       s.d_sums, s.d_runs, SatAddSums{}, items, s.stream),
+                                       s.d_sums, s.d_runs, MergeSums{}, items, s.stream),
         "reducing by edge");
   check(cudaMemcpyAsync(s.h_runs, s.d_runs, sizeof(int), cudaMemcpyDeviceToHost, s.stream),
         "copying the edge count");
@@ -352,7 +362,7 @@ std::vector<EdgeSummary> merge_chunks(std::vector<EdgeSummary> all, std::size_t 
             [](const EdgeSummary& a, const EdgeSummary& b) { return a.key < b.key; });
   std::vector<EdgeSummary> out;
   out.reserve(all.size());
-  SatAddSums add;
+  MergeSums add;
   for (const EdgeSummary& e : all) {
     if (!out.empty() && out.back().key == e.key) {
       Sums a, b;

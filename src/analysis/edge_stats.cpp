@@ -35,6 +35,7 @@ EdgeView view_of(const EdgeSummary& e) {
     v.wire_ns = static_cast<double>(e.send_wire_busy_ns) / static_cast<double>(e.send_wire_steps);
   if (e.send_wait_min_ops)
     v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
+  if (e.recv_gpu_wait_min_ops) v.consume_min_ns = static_cast<double>(e.recv_gpu_wait_min_ns);
   return v;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/records.hpp"
@@ -68,6 +69,9 @@ struct EdgeView {
   double wire_ns = 0;
   // Mean over send ops of their shortest step SendWait (0 when unknown).
   double send_wait_min_ns = 0;
+  // Shortest single-step RecvGpuWait over the window's receive ops, where the input times
+  // steps (unknown for probing's sums).
+  std::optional<double> consume_min_ns;
 };
 
 EdgeView view_of(const EdgeSummary& e);

@@ -29,6 +29,11 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
       for (const auto& m : group.members) values.push_back(m.first);
       group.base = robust_of(std::move(values));
     }
+  std::map<Group*, std::vector<double>> shortest;
+  for (const EdgeView& v : views)
+    if (v.has_recv && v.consume_min_ns)
+      shortest[&groups_[{v.edge->key.comm_hash, combining(v.edge->key)}][kRecvGpuWait]].push_back(*v.consume_min_ns);
+  for (auto& [group, values] : shortest) group->shortest = robust_of(std::move(values));
 }
 
 bool ReceiverPeers::combining(const EdgeKey& key) const {
@@ -46,6 +51,12 @@ double ReceiverPeers::sibling_wait(const EdgeView& view) const {
   return wait;
 }
 
+bool ReceiverPeers::consumes_in_every_step(const EdgeView& view, const Group& group, double cycle_ns) const {
+  if (!view.consume_min_ns || group.shortest.n < 2) return true;  // nothing to tell it by
+  double excess = *view.consume_min_ns - low_reference(group.shortest);
+  return excess > std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns);
+}
+
 double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
   bool combines = combining(view.edge->key);
   auto kind = groups_.find({view.edge->key.comm_hash, combines});
@@ -53,6 +64,7 @@ double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   auto group = kind->second.find(phase);
   if (group == kind->second.end()) return 0;
   const Group& g = group->second;
+  if (phase == kRecvGpuWait && !consumes_in_every_step(view, g, cycle_ns)) return 0;
   double value = view.step_ns[phase];
   if (phase != kRecvFlushWait && combines) value = std::max(0.0, value - sibling_wait(view));
   double scale = cycle_ns;

@@ -13,6 +13,14 @@
 // flush at rel_floor. With fewer than kMinRobustSample peers there is no robust baseline:
 // an outlier must then stand above every connection into other receivers (a slow receiver
 // is slow on all of its inputs alike).
+//
+// Slow consumption must also be in every step. A GPU slow to consume frees every slot late;
+// a GPU that holds a slot while it waits for something else (an input over NVLink, which no
+// record shows, or a free output slot) holds only the steps that found that late, and its
+// quickest step is as quick as anyone's. So where the input times single steps, the
+// connection's shortest RecvGpuWait step must stand above its kind's typical shortest step by
+// the floors of §1 (rel_floor of the step scale and abs_floor_ns); else it is no slow
+// consumption. Without step times (probing's sums) the mean alone judges.
 #pragma once
 
 #include <map>
@@ -42,7 +50,9 @@ class ReceiverPeers {
   struct Group {
     std::vector<std::pair<double, int32_t>> members;  // (value, receiving rank)
     Robust base;
+    Robust shortest;  // the members' shortest steps, where known (kRecvGpuWait only)
   };
+  bool consumes_in_every_step(const EdgeView& view, const Group& group, double cycle_ns) const;
   double sibling_wait(const EdgeView& view) const;
 
   const AttributionConfig& config_;

@@ -39,6 +39,11 @@ struct ProxyOpRecord {
   // Its shortest single-step SendWait: latency plus one chunk when some step found the wire
   // idle; more when every recorded step queued (only the last steps of a long op are kept).
   uint64_t send_wait_min_ns = 0;
+  // A receive op's shortest single-step RecvGpuWait (the GPU consuming a slot), where
+  // has_recv_gpu_wait_min says it is known (per-step traces; probing exports only sums). A
+  // GPU slow to consume is slow on every slot; waiting for a sibling input or an output slot
+  // lengthens only the steps that found them late.
+  uint64_t recv_gpu_wait_min_ns = 0;
   uint32_t process = 0;        // index into the reading node's local process table
   int32_t rank = -1;           // communicator rank of the recording process
   int32_t peer = -1;           // communicator rank of the remote end
@@ -50,7 +55,8 @@ struct ProxyOpRecord {
   // The collective's sequence number is unknown (probing exports leave unsigned cells
   // blank): the record is kept whatever the sequence window, as p2p records are.
   uint8_t seq_unknown = 0;
-  uint8_t pad_[5] = {0, 0, 0, 0, 0};
+  uint8_t has_recv_gpu_wait_min = 0;
+  uint8_t pad_[4] = {0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
@@ -150,6 +156,10 @@ struct EdgeSummary {
   // ProxyOpRecord::send_wait_min_ns summed over the send ops that have it, and their count.
   uint64_t send_wait_min_sum_ns = 0;
   uint64_t send_wait_min_ops = 0;
+  // The shortest ProxyOpRecord::recv_gpu_wait_min_ns of the receive ops that have it, and
+  // their count (0: unknown, and then the minimum is 0).
+  uint64_t recv_gpu_wait_min_ns = 0;
+  uint64_t recv_gpu_wait_min_ops = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

@@ -611,6 +611,11 @@ class TraceParser {
       if (c.missing_end) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
       for (int p = 0; p < kPhaseCount; ++p)
         if (c.kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(c.step->end[p] - c.step->begin[p]);
+      if (!r.is_send && (c.kept & (1u << kRecvGpuWait))) {
+        auto consume = static_cast<uint64_t>(c.step->end[kRecvGpuWait] - c.step->begin[kRecvGpuWait]);
+        if (!r.has_recv_gpu_wait_min || consume < r.recv_gpu_wait_min_ns) r.recv_gpu_wait_min_ns = consume;
+        r.has_recv_gpu_wait_min = 1;
+      }
       if (r.is_send && (c.kept & (1u << kSendWait)))
         wire_.emplace_back(c.step->begin[kSendWait], c.step->end[kSendWait]);
       ++r.steps;

@@ -65,7 +65,7 @@ struct WireHeader {
   uint64_t magic;
   uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls, n_inflight, n_gaps;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c35ull;  // "nccl cul5"
+constexpr uint64_t kMagic = 0x6e63636c63756c36ull;  // "nccl cul6" (6: edges carry the shortest RecvGpuWait)
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {

@@ -3,7 +3,8 @@
 // CPU path: the records are split into contiguous ranges, one per thread; each thread sums
 // its range into its own open-addressing hash table keyed by EdgeKey (one pass, the record
 // array is read sequentially), sorts its distinct edges, and the sorted per-thread lists are
-// merged pairwise. Saturating addition is associative and commutative, so the result does
+// merged pairwise. Saturating addition and the minimum of known values (the shortest
+// RecvGpuWait step) are associative and commutative, so the result does
 // not depend on the number of threads or on how the records were split.
 #include "reduce/edge_reduce.hpp"
 
@@ -65,6 +66,13 @@ inline uint64_t hash_key(const EdgeKey& k) {
   return h;
 }
 
+// The shortest of two minima over `a_ops` and `b_ops` ops (a count of 0: unknown).
+inline uint64_t min_of_known(uint64_t a, uint64_t a_ops, uint64_t b, uint64_t b_ops) {
+  if (a_ops == 0) return b;
+  if (b_ops == 0) return a;
+  return std::min(a, b);
+}
+
 inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
   if (r.is_send) {
     s.phase_ns[kSendGpuWait] = saturating_add(s.phase_ns[kSendGpuWait], r.phase_ns[kSendGpuWait]);
@@ -88,6 +96,10 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
     s.recv_steps = saturating_add(s.recv_steps, r.steps);
     s.recv_ops = saturating_add(s.recv_ops, 1);
     s.recv_bytes = saturating_add(s.recv_bytes, r.bytes);
+    if (r.has_recv_gpu_wait_min) {
+      s.recv_gpu_wait_min_ns = min_of_known(s.recv_gpu_wait_min_ns, s.recv_gpu_wait_min_ops, r.recv_gpu_wait_min_ns, 1);
+      s.recv_gpu_wait_min_ops = saturating_add(s.recv_gpu_wait_min_ops, 1);
+    }
   }
 }
 
@@ -103,6 +115,9 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.send_wire_steps = saturating_add(into.send_wire_steps, s.send_wire_steps);
   into.send_wait_min_sum_ns = saturating_add(into.send_wait_min_sum_ns, s.send_wait_min_sum_ns);
   into.send_wait_min_ops = saturating_add(into.send_wait_min_ops, s.send_wait_min_ops);
+  into.recv_gpu_wait_min_ns = min_of_known(into.recv_gpu_wait_min_ns, into.recv_gpu_wait_min_ops,
+                                           s.recv_gpu_wait_min_ns, s.recv_gpu_wait_min_ops);
+  into.recv_gpu_wait_min_ops = saturating_add(into.recv_gpu_wait_min_ops, s.recv_gpu_wait_min_ops);
 }
 
 inline bool window_less(const CommWindow& a, const CommWindow& b) { return a.comm_hash < b.comm_hash; }

@@ -40,11 +40,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const KernelStartRecord& k : d.kernel_starts) check(k.process < d.processes.size());
   for (const P2pCallCount& c : d.p2p_calls)
     check(c.process < d.processes.size() && c.rank >= 0 && c.peer >= 0 && c.calls > 0);
-  // The wire of a send lies inside its SendWait.
+  // The wire of a send lies inside its SendWait; a receive's shortest consume step inside
+  // its RecvGpuWait.
   for (const ProxyOpRecord& r : d.ops)
     check(r.is_send ? (r.send_wire_busy_ns <= r.phase_ns[kSendWait] && r.send_wait_min_ns <= r.phase_ns[kSendWait] &&
-                       r.wire_steps < r.steps)
-                    : (r.send_wire_busy_ns == 0 && r.wire_steps == 0 && r.send_wait_min_ns == 0));
+                       r.wire_steps < r.steps && !r.has_recv_gpu_wait_min)
+                    : (r.send_wire_busy_ns == 0 && r.wire_steps == 0 && r.send_wait_min_ns == 0 &&
+                       (!r.has_recv_gpu_wait_min || r.recv_gpu_wait_min_ns <= r.phase_ns[kRecvGpuWait])));
 
   // Deterministic: the same bytes give the same records.
   LocalData again;

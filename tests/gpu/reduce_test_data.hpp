@@ -63,10 +63,13 @@ inline std::vector<ProxyOpRecord> random_records(const GenOptions& o) {
       r.wire_steps = static_cast<uint32_t>(uni(0, o.max_steps));
       r.send_wait_min_ns = uni(0, 1) ? uni(1, o.max_phase) : 0;  // 0: unknown (probing exports)
     }
-    if (!r.is_send) {  // a receive has no wire of its own
+    if (!r.is_send) {  // a receive has no wire of its own, and may know its shortest consume
       r.send_wire_busy_ns = 0;
       r.wire_steps = 0;
       r.send_wait_min_ns = 0;
+      r.has_recv_gpu_wait_min = static_cast<uint8_t>(uni(0, 1));
+      // 0 is a valid shortest step; unknown ones carry garbage the reduction must ignore.
+      r.recv_gpu_wait_min_ns = o.huge_values ? uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX) : uni(0, o.max_phase);
     }
   }
   return out;
@@ -117,6 +120,10 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
         clamp_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
         clamp_add(s.send_wait_min_ops, 1);
       }
+    } else if (r.has_recv_gpu_wait_min) {
+      if (s.recv_gpu_wait_min_ops == 0 || r.recv_gpu_wait_min_ns < s.recv_gpu_wait_min_ns)
+        s.recv_gpu_wait_min_ns = r.recv_gpu_wait_min_ns;
+      clamp_add(s.recv_gpu_wait_min_ops, 1);
     }
   }
   std::vector<EdgeSummary> out;

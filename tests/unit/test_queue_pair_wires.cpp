@@ -39,7 +39,7 @@ TEST(QueuePairWires, WithoutOutboundConnectionsThePeerIsUnknown) {
   std::vector<QpObservation> qps = {qp(0), qp(1), qp(2), qp(3, 4.0)};
   auto slow = slow_queue_pairs(qps, {}, 4, AttributionConfig{});
   ASSERT_EQ(slow.size(), 1u);
-  EXPECT_EQ(slow[0].peer, -1);
+  EXPECT_FALSE(slow[0].peer.has_value());
 }
 
 }  // namespace

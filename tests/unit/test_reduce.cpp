@@ -235,6 +235,37 @@ TEST(MergeEdges, MergingPartsEqualsReducingTheWhole) {
   EXPECT_TRUE(merge_edge_summaries({}).empty());
 }
 
+TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
+  // Three receives of one connection: 5 us and 0 us known, one unknown (probing's sums
+  // carry no steps) whose stale value must not count. 0 is a real shortest step.
+  std::vector<ProxyOpRecord> records(3);
+  const uint64_t known[] = {5000, 0, 1};
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].comm_hash = 7;
+    records[i].rank = 1;
+    records[i].peer = 0;
+    records[i].channel = 0;
+    records[i].steps = 1;
+    records[i].recv_gpu_wait_min_ns = known[i];
+    records[i].has_recv_gpu_wait_min = i < 2;
+  }
+  for (size_t split = 0; split <= records.size(); ++split) {
+    // Reduced whole, and as two parts merged: the same minimum and count.
+    std::vector<EdgeSummary> parts = reduce_edges_cpu(std::span(records).first(split), {}, 1);
+    std::vector<EdgeSummary> rest = reduce_edges_cpu(std::span(records).subspan(split), {}, 1);
+    parts.insert(parts.end(), rest.begin(), rest.end());
+    std::vector<EdgeSummary> out = merge_edge_summaries(parts);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].recv_gpu_wait_min_ops, 2u) << "split " << split;
+    EXPECT_EQ(out[0].recv_gpu_wait_min_ns, 0u) << "split " << split;
+  }
+  records[1].has_recv_gpu_wait_min = 0;
+  std::vector<EdgeSummary> out = reduce_edges_cpu(records, {}, 1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].recv_gpu_wait_min_ops, 1u);
+  EXPECT_EQ(out[0].recv_gpu_wait_min_ns, 5000u);
+}
+
 TEST(MergeEdges, SaturatesEveryFieldAndClearsPadding) {
   EdgeSummary a;
   a.key = {9, 1, 2, 3, 77};

@@ -135,6 +135,10 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   EXPECT_EQ(recv->phase_ns[kRecvWait], 70000u);
   EXPECT_EQ(recv->phase_ns[kRecvFlushWait], 2000u);
   EXPECT_EQ(recv->phase_ns[kRecvGpuWait], 6000u);
+  // Its shortest single-step RecvGpuWait: step 1's, 152-154us (step 0 took 4us).
+  EXPECT_TRUE(recv->has_recv_gpu_wait_min);
+  EXPECT_EQ(recv->recv_gpu_wait_min_ns, 2000u);
+  EXPECT_FALSE(send->has_recv_gpu_wait_min);
   EXPECT_EQ(recv->phase_ns[kSendWait], 0u);
   ASSERT_EQ(d.processes.size(), 1u);
   EXPECT_EQ(d.processes[0].host, "hostA");

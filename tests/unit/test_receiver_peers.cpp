@@ -1,0 +1,156 @@
+// ReceiverPeers: a receiver's held credit, flush and consumption judged against receivers of its own kind.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <vector>
+
+#include "analysis/receiver_peers.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xC0FFEEull;
+constexpr uint64_t kSteps = 10;
+constexpr double kCycleNs = 10000;  // the communicator's step scale: 10 us on the wire
+
+// A connection with both halves; phases per step in microseconds.
+EdgeSummary conn(int32_t src, int32_t dst, int32_t channel, const std::array<double, kPhaseCount>& us) {
+  EdgeSummary e;
+  e.key.comm_hash = kComm;
+  e.key.src_rank = src;
+  e.key.dst_rank = dst;
+  e.key.channel = channel;
+  for (int p = 0; p < kPhaseCount; ++p) e.phase_ns[p] = static_cast<uint64_t>(us[p] * 1000 * kSteps);
+  e.send_steps = e.recv_steps = kSteps;
+  e.send_ops = e.recv_ops = 1;
+  return e;
+}
+
+std::vector<EdgeView> views_of(const std::vector<EdgeSummary>& edges) {
+  std::vector<EdgeView> views;
+  for (const EdgeSummary& e : edges) views.push_back(view_of(e));
+  return views;
+}
+
+const std::array<double, kPhaseCount> kQuiet = {5, 1, 10, 5, 1, 1};
+
+// Six single-input receivers of a ring: five robust peers for each.
+std::vector<EdgeSummary> ring_of_six() {
+  std::vector<EdgeSummary> edges;
+  for (int r = 0; r < 6; ++r) edges.push_back(conn(r, (r + 1) % 6, 0, kQuiet));
+  return edges;
+}
+
+TEST(ReceiverPeers, AReceiverWithholdingCreditStandsOutAmongItsPeers) {
+  std::vector<EdgeSummary> edges = ring_of_six();
+  edges[2].phase_ns[kSendPeerWait] = 31 * 1000 * kSteps;  // receiver 3 gives credit 30 us late per step
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  // Median 1 us, no spread: the excess is 30 us, above the whole step (credit_rel_floor 1).
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs), 30000);
+  for (size_t i : {0u, 1u, 3u, 4u, 5u}) EXPECT_DOUBLE_EQ(peers.anomaly(views[i], kSendPeerWait, kCycleNs), 0);
+  EXPECT_FALSE(peers.combining(edges[2].key));
+}
+
+TEST(ReceiverPeers, HeldBuffersCountAboveAWholeStepButAFlushAboveAQuarter) {
+  std::vector<EdgeSummary> edges = ring_of_six();
+  // 8 us more than the peers: under one step (10 us), over a quarter step (2.5 us).
+  edges[4].phase_ns[kSendPeerWait] = 9 * 1000 * kSteps;
+  edges[4].phase_ns[kRecvGpuWait] = 9 * 1000 * kSteps;
+  edges[4].phase_ns[kRecvFlushWait] = 9 * 1000 * kSteps;
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvGpuWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvFlushWait, kCycleNs), 8000);
+  // With held buffers judged at a quarter step too, the same 8 us counts.
+  AttributionConfig strict_cfg;
+  strict_cfg.credit_rel_floor = strict_cfg.rel_floor;
+  ReceiverPeers strict(views, strict_cfg);
+  EXPECT_DOUBLE_EQ(strict.anomaly(views[4], kRecvGpuWait, kCycleNs), 8000);
+}
+
+TEST(ReceiverPeers, ACombiningReceiversHoldIsExplainedByItsLaterSiblingInput) {
+  // Rank 0 is a tree parent: inputs from 1 and 2 on channel 0. It holds the input from 1
+  // (RecvGpuWait 50 us, credit withheld 50 us) while the input from 2 arrives 45 us later.
+  std::vector<EdgeSummary> edges = {conn(1, 0, 0, {5, 50, 10, 5, 1, 50}), conn(2, 0, 0, {5, 1, 10, 50, 1, 1}),
+                                    conn(3, 4, 0, kQuiet), conn(4, 5, 0, kQuiet), conn(1, 0, 1, kQuiet)};
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  EXPECT_TRUE(peers.combining(edges[0].key));
+  EXPECT_TRUE(peers.combining(edges[1].key));
+  EXPECT_FALSE(peers.combining(edges[2].key));
+  EXPECT_FALSE(peers.combining(edges[4].key));  // the same pair on another channel: one input there
+  // 50 - 45 us explained leaves 5 us: under the whole-step floor.
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kRecvGpuWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs), 0);
+
+  // The sibling on time: nothing explains the hold, and no other combining receiver is
+  // there to compare with, so the whole 50 us stands out (small-sample rule: above 10 us).
+  edges[1].phase_ns[kRecvWait] = 5 * 1000 * kSteps;
+  views = views_of(edges);
+  ReceiverPeers unexplained(views, cfg);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kRecvGpuWait, kCycleNs), 50000);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kSendPeerWait, kCycleNs), 50000);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[1], kRecvGpuWait, kCycleNs), 0);
+}
+
+TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
+  // Three receivers: rank 2 on two channels (one input each), ranks 3 and 4 on one.
+  std::vector<EdgeSummary> edges = {conn(1, 2, 0, {5, 31, 10, 5, 1, 1}), conn(1, 2, 1, {5, 31, 10, 5, 1, 1}),
+                                    conn(2, 3, 0, {5, 1, 10, 5, 1, 1}), conn(3, 4, 0, {5, 13, 10, 5, 1, 1})};
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  // A slow receiver is slow on all of its inputs alike: its other input is no reference,
+  // the loudest other receiver (13 us) is. 18 us clears max(rel_floor x 4 x cycle, abs floor) = 10 us.
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs), 18000);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[1], kSendPeerWait, kCycleNs), 18000);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs), 0);
+  // 13 us against 31 us elsewhere: below, not above.
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[3], kSendPeerWait, kCycleNs), 0);
+  // Rank 2 quiet again (1 us): rank 4's 12 us above the loudest other clears the 10 us floor.
+  edges[0].phase_ns[kSendPeerWait] = edges[1].phase_ns[kSendPeerWait] = 1 * 1000 * kSteps;
+  views = views_of(edges);
+  ReceiverPeers quiet(views, cfg);
+  EXPECT_DOUBLE_EQ(quiet.anomaly(views[3], kSendPeerWait, kCycleNs), 12000);
+  EXPECT_DOUBLE_EQ(quiet.anomaly(views[0], kSendPeerWait, kCycleNs), 0);
+}
+
+TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
+  // Receiver 3 consumes 30 us per step on average, 29 us above its peers: enough by the mean.
+  std::vector<EdgeSummary> edges = ring_of_six();
+  edges[2].phase_ns[kRecvGpuWait] = 30 * 1000 * kSteps;
+  auto with_shortest = [&](double receiver3_us) {
+    for (size_t i = 0; i < edges.size(); ++i) {
+      edges[i].recv_gpu_wait_min_ops = 1;
+      edges[i].recv_gpu_wait_min_ns = static_cast<uint64_t>((i == 2 ? receiver3_us : 1.0) * 1000);
+    }
+    return views_of(edges);
+  };
+  AttributionConfig cfg;
+  // Its quickest step as quick as anyone's (1 us): it held some slots while waiting for
+  // something else (an input over NVLink, an output slot), it is not slow to consume.
+  std::vector<EdgeView> views = with_shortest(1.0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 0);
+  // Every step 3 us slower than the peers' quickest: above a quarter step (2.5 us), slow.
+  views = with_shortest(4.0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 29000);
+  // 2 us: under a quarter step, so not in every step.
+  views = with_shortest(3.0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 0);
+  // The rule judges consumption only: withheld credit and flush are the mean's alone.
+  edges[2].phase_ns[kSendPeerWait] = 31 * 1000 * kSteps;
+  views = with_shortest(1.0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kSendPeerWait, kCycleNs), 30000);
+  // Without step times (probing's sums) the mean alone judges.
+  for (EdgeSummary& e : edges) e.recv_gpu_wait_min_ops = 0;
+  views = views_of(edges);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 29000);
+}
+
+}  // namespace
+}  // namespace culprit
