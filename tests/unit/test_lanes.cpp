@@ -1,0 +1,89 @@
+// Lanes: where connections leave and enter nodes (host, comm, channel), and when a lane's exits are held from beyond the node.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/lanes.hpp"
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0x5EEDull;
+
+// Two nodes of two GPUs: nodeA holds processes 0 and 1, nodeB 2 and 3 (rank = process).
+struct TwoNodes {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+
+  TwoNodes() { test::add_collective_processes(obs, kComm, {"nodeA", "nodeA", "nodeB", "nodeB"}); }
+  // A connection src -> dst on `channel`; its sender's GPU busy half of its step unless set.
+  EdgeFacts& add(uint32_t src, uint32_t dst, int32_t channel, double send_gpu_wait_share = 0.5) {
+    EdgeFacts& f = test::add_connection(obs, facts, kComm, src, dst, channel, 8);
+    f.view.send_cycle_ns = 100000;
+    f.view.step_ns[kSendGpuWait] = send_gpu_wait_share * 100000;
+    f.view.step_ns[kSendWait] = (1 - send_gpu_wait_share) * 100000;
+    return f;
+  }
+};
+
+TEST(Lanes, ConnectionsLeaveOnTheSendersLaneAndEnterOnTheReceiversLane) {
+  TwoNodes job;
+  job.add(1, 2, 0);  // 0: nodeA -> nodeB, channel 0
+  job.add(3, 0, 0);  // 1: nodeB -> nodeA, channel 0
+  job.add(1, 2, 1);  // 2: nodeA -> nodeB, channel 1
+  job.add(0, 0, 0);  // 3: a process to itself leaves no node
+  ProcessContext ctx(job.obs);
+  Lanes lanes(job.obs, job.facts, ctx);
+  EXPECT_EQ(lanes.exits({"nodeA", kComm, 0}), (std::vector<size_t>{0}));
+  EXPECT_EQ(lanes.exits({"nodeB", kComm, 0}), (std::vector<size_t>{1}));
+  EXPECT_EQ(lanes.exits({"nodeA", kComm, 1}), (std::vector<size_t>{2}));
+  EXPECT_TRUE(lanes.exits({"nodeB", kComm, 1}).empty());
+  EXPECT_TRUE(lanes.exits({"nodeA", kComm + 1, 0}).empty());  // another communicator
+  EXPECT_EQ(lanes.entry_of(0), (Lane{"nodeB", kComm, 0}));
+  EXPECT_EQ(lanes.entry_of(1), (Lane{"nodeA", kComm, 0}));
+  EXPECT_EQ(lanes.entry_of(2), (Lane{"nodeB", kComm, 1}));
+}
+
+TEST(Lanes, ALaneIsNotBackpressuredWhileItsSenderMakesItsDataSlowly) {
+  TwoNodes job;
+  job.add(1, 2, 0);                // into nodeB
+  job.add(3, 0, 0);                // nodeB's exit: its GPU busy half of each step
+  job.add(3, 0, 1, 0.1);           // another channel's exit, GPU ahead: not this lane
+  ProcessContext ctx(job.obs);
+  Lanes lanes(job.obs, job.facts, ctx);
+  AttributionConfig cfg;
+  EXPECT_FALSE(lanes.backpressured({"nodeB", kComm, 0}, cfg));
+  EXPECT_TRUE(lanes.backpressured({"nodeB", kComm, 1}, cfg));
+  EXPECT_FALSE(lanes.backpressured({"nodeA", kComm, 1}, cfg));  // no exits at all
+}
+
+TEST(Lanes, AnExitHeldByItsReceiverItsWireOrAGpuAheadOfTheWireIsBackpressure) {
+  AttributionConfig cfg;
+  const Lane exit_lane{"nodeB", kComm, 0};
+  for (int cause = 0; cause < 3; ++cause) {
+    TwoNodes job;
+    job.add(1, 2, 0);
+    EdgeFacts& out = job.add(3, 0, 0, cause == 2 ? 0.2 : 0.5);  // 0.2 of its step: under rel_floor
+    if (cause == 0) out.no_credit = true;
+    if (cause == 1) out.slow_link = true;
+    ProcessContext ctx(job.obs);
+    Lanes lanes(job.obs, job.facts, ctx);
+    EXPECT_TRUE(lanes.backpressured(exit_lane, cfg)) << "cause " << cause;
+    EXPECT_FALSE(lanes.backpressured({"nodeA", kComm, 0}, cfg)) << "cause " << cause;  // its exit is healthy
+  }
+}
+
+TEST(Lanes, AnExitWithoutItsSendHalfShowsNoGpuAhead) {
+  TwoNodes job;
+  job.add(1, 2, 0);
+  EdgeFacts& out = job.add(3, 0, 0, 0.0);  // SendGpuWait 0 ...
+  out.view.has_send = false;               // ... because its sender recorded nothing
+  ProcessContext ctx(job.obs);
+  Lanes lanes(job.obs, job.facts, ctx);
+  EXPECT_FALSE(lanes.backpressured({"nodeB", kComm, 0}, AttributionConfig{}));
+}
+
+}  // namespace
+}  // namespace culprit

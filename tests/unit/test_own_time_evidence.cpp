@@ -1,0 +1,124 @@
+// Own-time evidence: slow wires at their sender, unexplained SendGpuWait (and its note), kernel lateness, slow queue pairs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/own_time_evidence.hpp"
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xBEEFull;
+constexpr uint64_t kSteps = 16;
+
+// Connections between processes of one collective communicator (rank = process).
+struct Facts {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+
+  EdgeFacts& add(uint32_t src, uint32_t dst) { return test::add_connection(obs, facts, kComm, src, dst, 0, kSteps); }
+};
+
+OwnDelay none_measured(size_t n) { return {std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}}; }
+
+TEST(OwnTimeEvidence, ASlowWireIsNetworkLinkEvidenceAtItsSenderTowardsItsReceiver) {
+  Facts f;
+  f.add(0, 1);
+  EdgeFacts& slow = f.add(1, 2);
+  slow.slow_link = true;
+  slow.link_excess_ns = 2000;  // per step, over 16 steps
+  f.add(2, 0).link_excess_ns = 9000;  // an excess without a slow wire is no evidence
+  std::vector<Evidence> evidence(3);
+  offer_slow_wires(f.obs, f.facts, evidence);
+  EXPECT_EQ(evidence[1].culprit_class, CulpritClass::kNetworkLink);
+  EXPECT_DOUBLE_EQ(evidence[1].ns, 32000);
+  ASSERT_TRUE(evidence[1].peer.has_value());
+  EXPECT_EQ(*evidence[1].peer, 2u);
+  EXPECT_FALSE(evidence[0].any());
+  EXPECT_FALSE(evidence[2].any());
+}
+
+TEST(OwnTimeEvidence, SendGpuWaitItsOnTimeInputDoesNotExplainIsTheGpusOwnTime) {
+  Facts f;
+  // Process 1 waits 5 us per step for its GPU beyond the baseline; its input (0 -> 1) came
+  // on time. Process 2 waits as long, but its input (1 -> 2) came 5 us late: a victim.
+  f.add(0, 1);
+  f.add(1, 2).anomaly[kSendGpuWait] = 5000;
+  f.facts[1].late_data_ns = 5000;
+  f.add(2, 0).anomaly[kSendGpuWait] = 5000;
+  std::vector<Evidence> evidence(3);
+  std::vector<std::string> notes;
+  OwnDelay own = none_measured(3);
+  offer_unexplained_send_gpu_wait(f.obs, f.facts, own, evidence, notes);
+  EXPECT_EQ(evidence[1].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[1].ns, 5000.0 * kSteps);
+  EXPECT_FALSE(evidence[2].any());
+  // No process has kernel clocks: the note says how own work was judged instead.
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("no GPU kernel windows in the input", 0), 0u);
+
+  // Kernel clocks measure process 1's own work: the proxy's guess is not offered, no note.
+  std::vector<Evidence> measured_evidence(3);
+  std::vector<std::string> measured_notes;
+  own.work_measured[1] = true;
+  offer_unexplained_send_gpu_wait(f.obs, f.facts, own, measured_evidence, measured_notes);
+  EXPECT_FALSE(measured_evidence[1].any());
+  EXPECT_TRUE(measured_notes.empty());
+}
+
+TEST(OwnTimeEvidence, PointToPointAndSelfConnectionsJudgeNoSendGpuWait) {
+  Facts f;
+  f.add(0, 1);
+  f.add(1, 2).anomaly[kSendGpuWait] = 5000;
+  for (EdgeFacts& e : f.facts) e.p2p = true;  // a pipeline: receives do not bound the wait
+  f.add(1, 1).anomaly[kSendGpuWait] = 5000;   // a process to itself: no input seen
+  std::vector<Evidence> evidence(3);
+  std::vector<std::string> notes;
+  offer_unexplained_send_gpu_wait(f.obs, f.facts, none_measured(3), evidence, notes);
+  for (const Evidence& e : evidence) EXPECT_FALSE(e.any());
+  // Without connections there is nothing the note would explain.
+  Observations empty;
+  std::vector<std::string> empty_notes;
+  offer_unexplained_send_gpu_wait(empty, {}, none_measured(3), evidence, empty_notes);
+  EXPECT_TRUE(empty_notes.empty());
+}
+
+TEST(OwnTimeEvidence, AKernelLateGpuIsAProducerAndItsSlowConsumptionIsTheSameStraggler) {
+  OwnDelay own = none_measured(4);
+  own.late_ns = {0, 5000, 5000, 5000};
+  std::vector<Evidence> evidence(4);
+  evidence[2].offer(8000, CulpritClass::kGpuConsumer);   // stronger, but the same slow GPU
+  evidence[3].offer(8000, CulpritClass::kNetworkLink, 0u);  // a wire is not its kernels
+  offer_kernel_lateness(own, evidence);
+  EXPECT_FALSE(evidence[0].any());
+  EXPECT_EQ(evidence[1].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[1].ns, 5000);
+  EXPECT_EQ(evidence[2].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[2].ns, 8000);
+  EXPECT_EQ(evidence[3].culprit_class, CulpritClass::kNetworkLink);
+  EXPECT_DOUBLE_EQ(evidence[3].ns, 8000);
+}
+
+TEST(OwnTimeEvidence, AQueuePairAtAQuarterSpeedIsANetworkLinkTowardsItsSlowestSend) {
+  Facts f;
+  f.add(3, 0).view.step_ns[kSendWait] = 5000;
+  f.add(3, 2).view.step_ns[kSendWait] = 9000;  // its slowest outbound connection
+  f.add(3, 1).view.step_ns[kSendWait] = 20000;
+  f.facts[2].view.has_send = false;  // only its receiver recorded it: no send of process 3's to judge
+  for (uint32_t p = 0; p < 4; ++p) {
+    // 100 work requests of 64 KiB each, 1 us apiece; process 3's take 4 us.
+    f.obs.qps.push_back({p, 0, 42 + p, 100, 100 * 65536, p == 3 ? 400000u : 100000u});
+  }
+  std::vector<Evidence> evidence(4);
+  offer_slow_queue_pairs(f.obs, f.facts, AttributionConfig{}, evidence);
+  EXPECT_EQ(evidence[3].culprit_class, CulpritClass::kNetworkLink);
+  EXPECT_DOUBLE_EQ(evidence[3].ns, 300000);  // beyond the job's median speed
+  ASSERT_TRUE(evidence[3].peer.has_value());
+  EXPECT_EQ(*evidence[3].peer, 2u);
+  for (uint32_t p : {0u, 1u, 2u}) EXPECT_FALSE(evidence[p].any());
+}
+
+}  // namespace
+}  // namespace culprit

@@ -1,0 +1,177 @@
+// explain_receivers: withheld credit passed on as backpressure or node_interior, else the receiver's own flush / consumer / producer evidence.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/receiver_explanations.hpp"
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0x7777ull;
+constexpr uint32_t kSteps = 10;
+
+// Three nodes of two GPUs (nodeA: 0 1, nodeB: 2 3, nodeC: 4 5). Connection 0 (1 -> 2) enters
+// nodeB; connection 1 (3 -> 4) is nodeB's exit on the same lane, healthy unless a test says.
+struct Job {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  OwnDelay own{std::vector<double>(6, 0.0), std::vector<bool>(6, false), false, {}};
+  std::vector<Evidence> evidence = std::vector<Evidence>(6);
+  std::vector<WaitEdge> holds;
+
+  Job() {
+    test::add_collective_processes(obs, kComm, {"nodeA", "nodeA", "nodeB", "nodeB", "nodeC", "nodeC"});
+    add(1, 2);
+    add(3, 4);
+  }
+  void add(uint32_t src, uint32_t dst) {
+    EdgeFacts& f = test::add_connection(obs, facts, kComm, src, dst, 0, kSteps);
+    f.view.send_cycle_ns = 100000;
+    f.view.step_ns[kSendGpuWait] = 50000;  // its GPU busy half of each step: not ahead of the wire
+  }
+  EdgeFacts& into_b() { return facts[0]; }
+  EdgeFacts& exit_of_b() { return facts[1]; }
+  // Receiver 2 gave credit 1 us per step late: 10 us over the window.
+  void withhold_credit() {
+    into_b().no_credit = true;
+    into_b().anomaly[kSendPeerWait] = 1000;
+  }
+  void run() {
+    ProcessContext ctx(obs);
+    Lanes lanes(obs, facts, ctx);
+    explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, evidence, holds);
+  }
+};
+
+void expect_hold(const WaitEdge& h, uint32_t from, uint32_t to, double weight, const std::string& why) {
+  EXPECT_EQ(h.from, from);
+  EXPECT_EQ(h.to, to);
+  EXPECT_DOUBLE_EQ(h.weight_ns, weight);
+  EXPECT_EQ(h.why, why);
+}
+
+TEST(ReceiverExplanations, ALatePostWithoutGpuClocksIsTheReceiversOwnDelay) {
+  Job job;
+  job.withhold_credit();
+  job.run();
+  ASSERT_EQ(job.holds.size(), 1u);
+  expect_hold(job.holds[0], 1, 2, 10000, "no_credit");
+  EXPECT_EQ(job.evidence[2].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(job.evidence[2].ns, 10000);
+  for (uint32_t p : {0u, 1u, 3u, 4u, 5u}) EXPECT_FALSE(job.evidence[p].any());
+}
+
+TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {
+  Job job;
+  job.withhold_credit();
+  job.into_b().slow_flush = true;  // even its own slow flush is the backpressure's doing
+  job.into_b().anomaly[kRecvFlushWait] = 500;
+  job.exit_of_b().slow_link = true;  // nodeB's exit is held from beyond the node
+  job.run();
+  ASSERT_EQ(job.holds.size(), 2u);
+  expect_hold(job.holds[0], 1, 2, 10000, "no_credit");
+  expect_hold(job.holds[1], 2, 3, 10000, "backpressure");
+  EXPECT_FALSE(job.evidence[2].any());
+
+  // A send/recv receive frees its buffers whatever the node sends next: its own evidence.
+  Job p2p;
+  p2p.withhold_credit();
+  p2p.into_b().p2p = true;
+  p2p.exit_of_b().slow_link = true;
+  p2p.run();
+  ASSERT_EQ(p2p.holds.size(), 1u);
+  EXPECT_EQ(p2p.evidence[2].culprit_class, CulpritClass::kGpuProducer);
+}
+
+TEST(ReceiverExplanations, ALateGpuOfTheReceiversNodeHoldsIt) {
+  Job job;
+  job.withhold_credit();
+  job.own.late_ns[3] = 5000;  // nodeB's other GPU is late by its own kernels
+  job.own.late_ns[4] = 9000;  // another node's late GPU explains nothing here
+  job.run();
+  ASSERT_EQ(job.holds.size(), 2u);
+  expect_hold(job.holds[1], 2, 3, 10000, "node_interior");
+  EXPECT_FALSE(job.evidence[2].any());
+
+  // The receiver itself the only late GPU of its node: nobody else to hold it.
+  Job self;
+  self.withhold_credit();
+  self.own.late_ns[2] = 5000;
+  self.run();
+  ASSERT_EQ(self.holds.size(), 1u);
+  EXPECT_EQ(self.evidence[2].culprit_class, CulpritClass::kGpuProducer);
+}
+
+TEST(ReceiverExplanations, ItsOwnSlowFlushOrConsumptionExplainsWithheldCredit) {
+  Job flush;
+  flush.withhold_credit();
+  flush.own.late_ns[3] = 5000;  // a late node peer does not excuse its own slowness
+  flush.into_b().slow_flush = true;
+  flush.into_b().anomaly[kRecvFlushWait] = 500;  // 5 us over the window
+  flush.run();
+  ASSERT_EQ(flush.holds.size(), 1u);
+  EXPECT_EQ(flush.evidence[2].culprit_class, CulpritClass::kFlush);
+  EXPECT_DOUBLE_EQ(flush.evidence[2].ns, 15000);  // the withheld credit plus the flush
+
+  Job consume;
+  consume.withhold_credit();
+  consume.into_b().slow_flush = true;
+  consume.into_b().anomaly[kRecvFlushWait] = 500;
+  consume.into_b().slow_consume = true;
+  consume.into_b().anomaly[kRecvGpuWait] = 800;  // the larger of the two names the class
+  consume.run();
+  EXPECT_EQ(consume.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(consume.evidence[2].ns, 18000);
+}
+
+TEST(ReceiverExplanations, ALatePostWithItsOwnWorkMeasuredAndInOrderBlamesNobody) {
+  Job job;
+  job.withhold_credit();
+  job.own.work_measured[2] = true;
+  job.run();
+  EXPECT_TRUE(job.holds.empty());
+  EXPECT_FALSE(job.evidence[2].any());
+
+  // Measured, but it consumed slowly: that explains the late credit.
+  Job slow;
+  slow.withhold_credit();
+  slow.own.work_measured[2] = true;
+  slow.into_b().slow_consume = true;
+  slow.into_b().anomaly[kRecvGpuWait] = 800;
+  slow.run();
+  ASSERT_EQ(slow.holds.size(), 1u);
+  EXPECT_EQ(slow.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+}
+
+TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceUnlessTheLaneIsBackpressured) {
+  Job job;
+  job.into_b().slow_flush = true;
+  job.into_b().anomaly[kRecvFlushWait] = 500;
+  job.run();
+  EXPECT_TRUE(job.holds.empty());
+  EXPECT_EQ(job.evidence[2].culprit_class, CulpritClass::kFlush);
+  EXPECT_DOUBLE_EQ(job.evidence[2].ns, 5000);
+
+  Job held;
+  held.into_b().slow_flush = true;
+  held.into_b().anomaly[kRecvFlushWait] = 500;
+  held.exit_of_b().view.step_ns[kSendGpuWait] = 1000;  // nodeB's exit: its GPU is ahead of the wire
+  held.run();
+  EXPECT_TRUE(held.holds.empty());
+  EXPECT_FALSE(held.evidence[2].any());
+
+  // A send/recv receive is never held by its lane: the flush is its own.
+  Job p2p;
+  p2p.into_b().p2p = true;
+  p2p.into_b().slow_flush = true;
+  p2p.into_b().anomaly[kRecvFlushWait] = 500;
+  p2p.exit_of_b().view.step_ns[kSendGpuWait] = 1000;
+  p2p.run();
+  EXPECT_EQ(p2p.evidence[2].culprit_class, CulpritClass::kFlush);
+}
+
+}  // namespace
+}  // namespace culprit

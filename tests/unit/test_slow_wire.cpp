@@ -1,0 +1,121 @@
+// judge_wire: a slow wire lengthens both its busy time and its shortest send; without wire times, SendWait beyond a saturated link's.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "analysis/slow_wire.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xABCDull;
+constexpr uint64_t kSteps = 16;
+
+// A connection's SendWait per step, and where given its wire busy time per step and its
+// shortest send (all microseconds).
+EdgeSummary sender(int32_t src, double send_wait_us, double busy_us = 0, double shortest_us = 0) {
+  EdgeSummary e;
+  e.key.comm_hash = kComm;
+  e.key.src_rank = src;
+  e.key.dst_rank = src + 1;
+  e.key.channel = 0;
+  e.phase_ns[kSendWait] = static_cast<uint64_t>(send_wait_us * 1000 * kSteps);
+  e.phase_ns[kRecvWait] = static_cast<uint64_t>(send_wait_us * 1000 * kSteps);
+  e.send_steps = e.recv_steps = kSteps;
+  e.send_ops = e.recv_ops = 1;
+  if (busy_us > 0) {
+    e.send_wire_steps = kSteps;
+    e.send_wire_busy_ns = static_cast<uint64_t>(busy_us * 1000 * kSteps);
+  }
+  if (shortest_us > 0) {
+    e.send_wait_min_ops = 1;
+    e.send_wait_min_sum_ns = static_cast<uint64_t>(shortest_us * 1000);
+  }
+  return e;
+}
+
+// Judges every connection against the baseline of all of them.
+std::vector<WireJudgement> judge_all(const std::vector<EdgeSummary>& edges, const AttributionConfig& cfg = {}) {
+  std::vector<EdgeView> views;
+  for (const EdgeSummary& e : edges) views.push_back(view_of(e));
+  std::map<uint64_t, CommBaseline> base = baselines_of(views);
+  std::vector<WireJudgement> out;
+  for (const EdgeView& v : views) out.push_back(judge_wire(v, base.at(kComm), cfg));
+  return out;
+}
+
+TEST(SlowWire, ASlowWireLengthensBothBusyTimeAndShortestSend) {
+  // Healthy wires: 40 us busy per step, 45 us shortest send. Connection 1: 100 and 110.
+  std::vector<EdgeSummary> edges = {sender(0, 50, 40, 45), sender(1, 80, 100, 110), sender(2, 50, 40, 45),
+                                    sender(3, 50, 40, 45)};
+  std::vector<WireJudgement> j = judge_all(edges);
+  EXPECT_TRUE(j[1].slow);
+  // The wire's own excess (100 - 40 us) is larger than SendWait's (80 - 50 us): it is reported.
+  EXPECT_DOUBLE_EQ(j[1].excess_per_step_ns, 60000);
+  for (size_t i : {0u, 2u, 3u}) {
+    EXPECT_FALSE(j[i].slow);
+    EXPECT_DOUBLE_EQ(j[i].excess_per_step_ns, 0);
+  }
+}
+
+TEST(SlowWire, QueuedOrCreditPacedSendsOnAHealthyWireAreNotSlow) {
+  // Queued: every send waited behind others (shortest 300 us) but the wire moved one chunk
+  // per 40 us. Credit-paced: busy time carries latency (70 us > 1.5 x 40), shortest send healthy.
+  std::vector<EdgeSummary> edges = {sender(0, 50, 40, 45), sender(1, 330, 40, 300), sender(2, 60, 70, 45),
+                                    sender(3, 50, 40, 45)};
+  std::vector<WireJudgement> j = judge_all(edges);
+  EXPECT_FALSE(j[1].slow);
+  EXPECT_FALSE(j[2].slow);
+  EXPECT_DOUBLE_EQ(j[1].excess_per_step_ns, 280000);  // SendWait's excess, but no slow wire
+  // Both long at once: slow.
+  edges[2] = sender(2, 330, 70, 300);
+  EXPECT_TRUE(judge_all(edges)[2].slow);
+}
+
+TEST(SlowWire, SumsOnlyASaturatedLinkIsHealthyButEightQueuedSendsBeyondTheTypicalAreSlow) {
+  // No wire times: SendWait per step 50 us typical. A saturated healthy link queues up to
+  // nccl_steps (8) sends: 330 us is 41 us per send, under 1.5 x 50. 700 us is 87.5 us per send.
+  std::vector<EdgeSummary> edges = {sender(0, 50), sender(1, 330), sender(2, 700), sender(3, 50)};
+  std::vector<WireJudgement> j = judge_all(edges);
+  EXPECT_FALSE(j[0].slow);
+  EXPECT_FALSE(j[1].slow);
+  EXPECT_DOUBLE_EQ(j[1].excess_per_step_ns, 280000);
+  EXPECT_TRUE(j[2].slow);
+  EXPECT_DOUBLE_EQ(j[2].excess_per_step_ns, 650000);
+  // A looser link_ratio (3 x 50 = 150 us per send) lets 87.5 us pass.
+  AttributionConfig loose;
+  loose.link_ratio = 3.0;
+  EXPECT_FALSE(judge_all(edges, loose)[2].slow);
+}
+
+TEST(SlowWire, OneTimedWireIsNoBaselineAndAReceiveOnlyHalfIsNeverSlow) {
+  // Only connection 1 has wire times: one is no baseline (it would be its own reference and
+  // never slow), so the sums decide: 700 us is 87.5 us per send, above 1.5 x 50.
+  std::vector<EdgeSummary> edges = {sender(0, 50), sender(1, 700, 150, 155), sender(2, 50), sender(3, 50)};
+  EXPECT_TRUE(judge_all(edges)[1].slow);
+  // Sums only, and the view lacks its send half (only the receiver recorded it): however
+  // long its SendWait, there is no send to judge.
+  std::vector<EdgeSummary> sums = {sender(0, 50), sender(1, 700), sender(2, 50), sender(3, 50)};
+  std::vector<EdgeView> views;
+  for (const EdgeSummary& e : sums) views.push_back(view_of(e));
+  CommBaseline base = baselines_of(views).at(kComm);
+  AttributionConfig cfg;
+  EXPECT_TRUE(judge_wire(views[1], base, cfg).slow);
+  views[1].has_send = false;
+  EXPECT_FALSE(judge_wire(views[1], base, cfg).slow);
+}
+
+TEST(SlowWire, WithARobustSampleTheMedianIsTheReferenceAndTheExcessMayBeNegative) {
+  // Six connections: median 50 us. The quickest (30 us) lies below it.
+  std::vector<EdgeSummary> edges = {sender(0, 30),  sender(1, 50), sender(2, 50),
+                                    sender(3, 50), sender(4, 50), sender(5, 800)};
+  std::vector<WireJudgement> j = judge_all(edges);
+  EXPECT_DOUBLE_EQ(j[0].excess_per_step_ns, -20000);
+  EXPECT_FALSE(j[0].slow);
+  EXPECT_TRUE(j[5].slow);
+  EXPECT_DOUBLE_EQ(j[5].excess_per_step_ns, 750000);
+}
+
+}  // namespace
+}  // namespace culprit
