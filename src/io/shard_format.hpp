@@ -164,11 +164,13 @@ struct OpRecord {
   uint32_t comm_slot;
   uint64_t fill_phase_ns[kPhases];  // the part of phase_ns from steps < kFillSteps
   uint32_t fill_steps;              // finished steps < kFillSteps (included in `steps`)
-  // A send's wire: its shortest step SendWait (saturated at UINT32_MAX; 0: unknown, as in
-  // shards written before these fields existed) and the time its SendWait intervals cover
-  // after the first step completed (sends complete in order on one connection, so the
-  // intervals are added as they finish). Its steps after the first carry that time.
-  uint32_t send_wait_min_ns;
+  // Its shortest step, saturated at UINT32_MAX, at least 1 when known (0: unknown, as in
+  // shards written before this field existed, and before receives kept it): a send's shortest
+  // SendWait (its wire), a receive's shortest RecvGpuWait (its GPU consuming a slot).
+  // wire_busy_ns: a send's time its SendWait intervals cover after the first step completed
+  // (sends complete in order on one connection, so the intervals are added as they finish).
+  // Its steps after the first carry that time.
+  uint32_t shortest_step_ns;
   uint64_t wire_busy_ns;
 };
 static_assert(sizeof(OpRecord) == 224);

@@ -290,8 +290,12 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
     o.rank = r.rank;
     o.peer = r.peer;
     o.channel = r.channel;
-    if ((r.flags & kOpSend) && r.send_wait_min_ns > 0) {
-      o.send_wait_min_ns = r.send_wait_min_ns;
+    if (!(r.flags & kOpSend) && r.shortest_step_ns > 0) {
+      o.recv_gpu_wait_min_ns = r.shortest_step_ns;
+      o.has_recv_gpu_wait_min = 1;
+    }
+    if ((r.flags & kOpSend) && r.shortest_step_ns > 0) {
+      o.send_wait_min_ns = r.shortest_step_ns;
       o.send_wire_busy_ns = r.wire_busy_ns;
       o.wire_steps = r.steps >= 2 ? r.steps - 1 : 0;  // every step after the first
     }

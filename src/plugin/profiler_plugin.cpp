@@ -539,15 +539,19 @@ void refresh_inflight(OpState* op) {
   publish(&g.inflight[op->index], r);  // only this op's thread writes its entry
 }
 
+// An op's shortest step (OpRecord::shortest_step_ns): at least 1 ns, since 0 means unknown.
+void note_shortest_step(OpRecord& r, uint64_t duration_ns) {
+  const uint32_t shown = duration_ns >= UINT32_MAX ? UINT32_MAX : std::max<uint32_t>(1, static_cast<uint32_t>(duration_ns));
+  if (r.shortest_step_ns == 0 || shown < r.shortest_step_ns) r.shortest_step_ns = shown;
+}
+
 // The wire of a send: its shortest SendWait, and the time SendWait intervals cover after the
 // first completion (queued sends overlap; the intervals of one connection begin and end in
 // order, so each adds what lies beyond the latest end so far).
 void note_send_wait(OpState* op, uint64_t begin, uint64_t end) {
   OpRecord& r = op->rec;
   if (end <= begin) return;
-  const uint64_t wait = end - begin;
-  const uint32_t shown = wait >= UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(wait);
-  if (r.send_wait_min_ns == 0 || shown < r.send_wait_min_ns) r.send_wait_min_ns = shown;
+  note_shortest_step(r, end - begin);
   if (op->wire_covered_ns == 0) {
     op->wire_covered_ns = end;  // the first completion: what was queued before it is left out
     return;
@@ -577,6 +581,8 @@ void finish_step(OpState* op, StepState* s, uint64_t stop) {
         if (s->step < kFillSteps) r.fill_phase_ns[p] += end - s->ts[p];
       }
       if (p == 2 && (r.flags & kOpSend)) note_send_wait(op, s->ts[p], end);
+      // A receive's shortest RecvGpuWait: a GPU slow to consume is slow in every step.
+      if (p == 5 && !(r.flags & kOpSend)) note_shortest_step(r, end > s->ts[p] ? end - s->ts[p] : 0);
     }
     ++r.steps;
     if (s->step < kFillSteps) ++r.fill_steps;

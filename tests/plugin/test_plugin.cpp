@@ -226,7 +226,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_EQ(r.phase_ns[1], 500u);          // SendPeerWait: 4500 (not the retry at 4700) .. 5000
   EXPECT_EQ(r.phase_ns[2], 1000u + 100u);  // SendWait
   EXPECT_EQ(r.phase_ns[3] + r.phase_ns[4] + r.phase_ns[5], 0u);
-  EXPECT_EQ(r.send_wait_min_ns, 100u);  // step 1's SendWait
+  EXPECT_EQ(r.shortest_step_ns, 100u);  // step 1's SendWait
   EXPECT_EQ(r.wire_busy_ns, 100u);      // after step 0 completed at 6000: 7000..7100
   for (int k = 0; k < 2; ++k) {
     const OpRecord& p = s.completed[1 + k];
@@ -235,7 +235,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
     EXPECT_EQ(p.channel, 17);
     EXPECT_EQ(p.phase_ns[0], 100u);
     EXPECT_EQ(p.phase_ns[2], 200u);
-    EXPECT_EQ(p.send_wait_min_ns, 200u);
+    EXPECT_EQ(p.shortest_step_ns, 200u);
     EXPECT_EQ(p.wire_busy_ns, 0u);  // one step: nothing after the first completion
   }
 
@@ -247,6 +247,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_EQ(f.phase_ns[3], 200u);  // RecvWait 9100..9300
   EXPECT_EQ(f.phase_ns[4], 100u);  // RecvFlushWait
   EXPECT_EQ(f.phase_ns[5], 500u);  // RecvGpuWait
+  EXPECT_EQ(f.shortest_step_ns, 500u);  // its one finished step's RecvGpuWait
   EXPECT_EQ(f.cur_phase, 3);       // its oldest open step waits for data...
   EXPECT_EQ(f.phase_since_ns, 9200u);  // ...since 9200
   EXPECT_EQ(f.open_steps, 1u);
@@ -270,7 +271,10 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_EQ(data.ops[0].send_wait_min_ns, 100u);  // the wire reaches the analysis
   EXPECT_EQ(data.ops[0].send_wire_busy_ns, 100u);
   EXPECT_EQ(data.ops[0].wire_steps, 1u);
-  EXPECT_EQ(data.ops[3].send_wait_min_ns, 0u);  // a receive has none
+  EXPECT_EQ(data.ops[3].send_wait_min_ns, 0u);  // a receive has no wire
+  EXPECT_TRUE(data.ops[3].has_recv_gpu_wait_min);  // but its shortest consume step
+  EXPECT_EQ(data.ops[3].recv_gpu_wait_min_ns, 500u);
+  EXPECT_FALSE(data.ops[0].has_recv_gpu_wait_min);
   EXPECT_EQ(data.ops[3].phase_ns[kRecvWait], 200u);
   EXPECT_EQ(data.ops[3].end_ns, 0u);
   EXPECT_EQ(detect_format(files[0], "auto"), "shard");
