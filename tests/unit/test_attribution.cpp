@@ -23,7 +23,7 @@ struct RingBuilder {
 
   RingBuilder(int n, int g) : nodes(n), gpus(g) {
     for (int r = 0; r < n * g; ++r) {
-      obs.processes.push_back({"node" + std::to_string(r / g), 1000 + r});
+      obs.processes.push_back({"node" + std::to_string(r / g), 1000 + r, -1, ""});
       GlobalCommRank c;
       c.comm_hash = kComm;
       c.rank = r;
@@ -197,7 +197,7 @@ TEST(Attribution, PipelineStagesAreComparedWithinTheirRole) {
   Observations obs;
   const int stages = 4, pipelines = 4;
   for (int node = 0; node < stages; ++node)
-    for (int g = 0; g < pipelines; ++g) obs.processes.push_back({"node" + std::to_string(node), 1000 + g});
+    for (int g = 0; g < pipelines; ++g) obs.processes.push_back({"node" + std::to_string(node), 1000 + g, -1, ""});
   const double jitter[16] = {1.00, 0.95, 1.06, 0.98, 1.03, 0.97, 1.05, 0.94,
                              1.02, 0.99, 0.96, 1.04, 1.01, 0.93, 1.07, 1.00};
   auto build = [&](int straggler) {
@@ -236,7 +236,7 @@ TEST(Attribution, StoppedPipelineStageIsTheOneItsPartnersWaitForThatWaitsForNobo
   auto build = [&](bool with_world) {
     Observations obs;
     for (int s = 0; s < 4; ++s) {
-      obs.processes.push_back({"node" + std::to_string(s), 2000 + s});
+      obs.processes.push_back({"node" + std::to_string(s), 2000 + s, -1, ""});
       GlobalCommRank pp;
       pp.comm_hash = kPp;
       pp.rank = s;
@@ -256,7 +256,7 @@ TEST(Attribution, StoppedPipelineStageIsTheOneItsPartnersWaitForThatWaitsForNobo
       }
     }
     if (with_world)
-      for (int s = 0; s < 4; ++s) obs.processes.push_back({"node" + std::to_string(s), 3000 + s});
+      for (int s = 0; s < 4; ++s) obs.processes.push_back({"node" + std::to_string(s), 3000 + s, -1, ""});
     auto calls = [&](int rank, int peer, bool send, uint64_t n) {
       P2pCallCount c;
       c.comm_hash = kPp;
