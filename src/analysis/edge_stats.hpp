@@ -27,9 +27,11 @@ struct AttributionConfig {
   // GPU spends on its own work between NCCL calls must exceed its role peers' by this
   // fraction to make it a straggler (GPUs of one job differ a little in speed).
   double gap_rel_floor = 0.5;
-  // A wire is slow when even with all NCCL_STEPS (8) sends queued on it, one send's share of
-  // its SendWait exceeds link_ratio x the communicator's median SendWait. A healthy link
-  // that is merely saturated queues up to 8 sends and stays below the median per send.
+  // Sums only: a wire is slow when even with all NCCL_STEPS (8) sends queued on it, one
+  // send's share of its SendWait exceeds link_ratio x the communicator's median SendWait. A
+  // healthy link that is merely saturated queues up to 8 sends and stays below the median per
+  // send. With wire times, link_ratio x the quickest guards where too few connections measure
+  // their spread (slow_wire.hpp).
   double link_ratio = 1.5;
   int nccl_steps = 8;
   // A queue pair is slow when the job's median wire speed exceeds its own this many times.

@@ -5,11 +5,16 @@
 namespace culprit {
 namespace {
 
-// A value well above its baseline: link_ratio x the low reference and beyond the guard.
+// A value well above its baseline: beyond the guard (abs_floor_ns, and mad_k robust
+// deviations where there are enough connections to measure them) and by link_ratio x the low
+// reference, or, where the deviations are measured, by rel_floor of it (a quarter of a
+// transfer: their spread then says what noise does, the ratio is only needed without it).
 bool well_above(double value, const Robust& base, const AttributionConfig& cfg) {
+  const bool measured = base.n >= kMinRobustSample;
   double excess = value - low_reference(base);
-  double guard = std::max(cfg.abs_floor_ns, base.n < kMinRobustSample ? 0.0 : cfg.mad_k * base.sigma);
-  return value > cfg.link_ratio * low_reference(base) && excess > guard;
+  double guard = std::max(cfg.abs_floor_ns, measured ? cfg.mad_k * base.sigma : 0.0);
+  double ratio = measured ? 1 + cfg.rel_floor : cfg.link_ratio;
+  return value > ratio * low_reference(base) && excess > guard;
 }
 
 }  // namespace

@@ -117,5 +117,26 @@ TEST(SlowWire, WithARobustSampleTheMedianIsTheReferenceAndTheExcessMayBeNegative
   EXPECT_DOUBLE_EQ(j[5].excess_per_step_ns, 750000);
 }
 
+TEST(SlowWire, WithTheirSpreadMeasuredAWireAQuarterSlowerIsSlowAndWithoutItHalf) {
+  // Eight wires of 40 us busy per step and 45 us shortest send (a 1 % ripple), one 1.3x slower:
+  // the eight measure their spread, so a wire beyond it and a quarter of a transfer is slow.
+  auto job = [](double factor, size_t n) {
+    std::vector<EdgeSummary> edges;
+    for (size_t i = 0; i < n; ++i) {
+      const double ripple = 1 + 0.01 * static_cast<double>(i % 3), f = i == 1 ? factor : 1.0;
+      edges.push_back(sender(static_cast<int32_t>(i), 50 * ripple * f, 40 * ripple * f, 45 * ripple * f));
+    }
+    return judge_all(edges);
+  };
+  std::vector<WireJudgement> j = job(1.3, 8);
+  for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i == 1) << "connection " << i;
+  // 1.2x: under a quarter of a transfer, not slow.
+  for (const WireJudgement& w : job(1.2, 8)) EXPECT_FALSE(w.slow);
+  // Four wires cannot measure their spread: link_ratio (1.5x the quickest) guards.
+  for (const WireJudgement& w : job(1.3, 4)) EXPECT_FALSE(w.slow);
+  j = job(1.6, 4);
+  for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i == 1) << "connection " << i;
+}
+
 }  // namespace
 }  // namespace culprit
