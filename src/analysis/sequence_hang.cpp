@@ -47,13 +47,20 @@ std::set<uint32_t> stopped_by_sequence(const Observations& obs,
   }
   for (uint32_t p : laggards)
     if (!blocked.count(p)) hung.insert(p);
-  // Without collectives (a pipeline of sends and receives only): the rank its partners wait
-  // for that waits for nobody itself stopped.
-  std::set<uint32_t> in_collectives;
-  for (const GlobalCommRank& c : obs.comm_ranks)
-    if (c.has_collective) in_collectives.insert(c.process);
+  // The rank its send/recv partners wait for that waits for nobody itself stopped, unless it
+  // may be waiting inside a collective: a communicator of its with laggards. Where every
+  // collective communicator's members reached the same sequence (a pipeline whose stages
+  // also share a data-parallel or world collective), no collective holds anyone and the
+  // sends and receives alone tell who stopped.
+  std::set<uint32_t> in_lagging_collective;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (!c.has_collective) continue;
+    auto it = seq_range.find(c.comm_hash);
+    if (it == seq_range.end() || it->second.first != it->second.second || c.seq_unknown || c.cut_short)
+      in_lagging_collective.insert(c.process);
+  }
   for (uint32_t p : waited_on)
-    if (!blocked.count(p) && !in_collectives.count(p)) hung.insert(p);
+    if (!blocked.count(p) && !in_lagging_collective.count(p)) hung.insert(p);
   return hung;
 }
 

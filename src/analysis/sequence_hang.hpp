@@ -8,8 +8,9 @@
 // date in another communicator with laggards is blocked there, not stopped. So is a rank with
 // a send or receive its partner never matched (the k-th Send of a rank to a peer meets the
 // k-th Recv of that peer from it): this separates the pipeline stage that stopped from the
-// stages stuck behind it. Without collectives, the rank its partners wait for that waits for
-// nobody itself stopped.
+// stages stuck behind it. Where no collective communicator has laggards (none, or all of its
+// members at the same sequence), the rank its partners wait for that waits for nobody itself
+// stopped.
 #pragma once
 
 #include <cstdint>

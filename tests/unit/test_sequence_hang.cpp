@@ -78,5 +78,34 @@ TEST(SequenceHang, ThePipelineStageItsPartnersWaitForStopped) {
   EXPECT_EQ(j.stopped(), (std::set<uint32_t>{1}));
 }
 
+TEST(SequenceHang, AStageOfAPipelineThatAlsoRunsAWorldCollectiveStoppedBetweenCollectives) {
+  // The same pipeline, its three stages also members of a world communicator, all at world
+  // collective 6: nobody waits inside a collective, so the sends and receives tell who stopped.
+  Job j;
+  for (int r = 0; r < 3; ++r) {
+    j.member(kPp, r, static_cast<uint32_t>(r), -1);
+    j.member(kWorld, r, static_cast<uint32_t>(r), 6);
+  }
+  j.calls(kPp, 0, 1, true, 5);
+  j.calls(kPp, 1, 0, false, 5);
+  j.calls(kPp, 1, 2, true, 4);
+  j.calls(kPp, 2, 1, false, 5);
+  EXPECT_EQ(j.stopped(), (std::set<uint32_t>{1}));
+
+  // With laggards in the world communicator stage 1 (at world collective 5, between the
+  // laggard at 4 and the newest at 6) may be waiting inside a collective: the collective rule
+  // judges (stage 0, behind, stopped), the sends and receives do not name stage 1.
+  Job k;
+  for (int r = 0; r < 3; ++r) {
+    k.member(kPp, r, static_cast<uint32_t>(r), -1);
+    k.member(kWorld, r, static_cast<uint32_t>(r), 4 + r);
+  }
+  k.calls(kPp, 0, 1, true, 5);
+  k.calls(kPp, 1, 0, false, 5);
+  k.calls(kPp, 1, 2, true, 4);
+  k.calls(kPp, 2, 1, false, 5);
+  EXPECT_EQ(k.stopped(), (std::set<uint32_t>{0}));
+}
+
 }  // namespace
 }  // namespace culprit
