@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 
 #include "analysis/own_work_stragglers.hpp"
+#include "analysis/stage_work.hpp"
 
 namespace culprit {
 namespace {
@@ -21,8 +21,9 @@ struct GapTotals {
   std::vector<double> gap_sum, period_sum, gap_count;
   std::vector<Role> role;
   std::map<Role, std::vector<uint32_t>> peers_by_role;
-  // A GPU without at least two others in its role (a single pipeline) is judged by the share
-  // of its time it spends on its own work, against every GPU's share.
+  // A GPU of collectives only with fewer than two others of its kind in a job of pipeline
+  // stages is judged by the share of its time it spends on its own work, against every GPU's
+  // share (stages are judged by their work, stage_work.hpp).
   std::vector<bool> alone;
   bool any_alone = false;
 };
@@ -48,76 +49,31 @@ GapTotals gap_totals(const Observations& obs, size_t n, const std::map<uint64_t,
     t.peers_by_role[t.role[p]].push_back(p);
   }
   for (const auto& [key, members] : t.peers_by_role)
-    if (members.size() < 3 && t.peers_by_role.size() > 1)
+    if (key.empty() && members.size() < 3 && t.peers_by_role.size() > 1)
       for (uint32_t p : members) t.any_alone = t.alone[p] = true;
   return t;
 }
 
-// The mean-gap rule (pipeline stages, and GPUs alone in their role): a GPU's measure must
-// exceed the reference by mad_k robust deviations and by gap_rel_floor of it. GPUs differ a
-// little in speed; not scaled by the collective's length, so that another fault that slows
-// the collectives does not hide a straggler. small_reference: what a few values are compared
-// with (NaN: the median of the others); judged(p): whether p takes this verdict. Returns
-// whether there were values to compare.
-bool judge_by_floor(const std::vector<uint32_t>& members, const std::function<double(uint32_t)>& measure,
-                    const std::function<double(uint32_t, double)>& to_ns, double small_reference,
-                    const std::function<bool(uint32_t)>& judged, const GapTotals& t, const AttributionConfig& cfg,
-                    std::vector<double>& late) {
-  std::vector<double> values;
-  for (uint32_t p : members) values.push_back(measure(p));
-  Robust base = robust_of(values);
-  if (base.n < 2) return false;
-  const bool small = base.n < kMinRobustSample;
-  double spread = small ? 0.0 : cfg.mad_k * base.sigma;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const uint32_t p = members[i];
-    if (!judged(p)) continue;
-    // A few GPUs: compared with the median of the others (the quickest alone would make
-    // ordinary speed differences look like stragglers).
-    double reference = base.median;
-    if (small && !std::isnan(small_reference)) {
-      reference = small_reference;
-    } else if (small) {
-      std::vector<double> others = values;
-      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-      reference = robust_of(others).median;
-    }
-    double guard = std::max(spread, cfg.gap_rel_floor * reference);
-    double excess = measure(p) - reference;
-    double excess_ns = to_ns(p, excess);
-    if (excess > guard && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p]) late[p] = excess_ns;
-  }
-  return true;
+std::string gap_diagnostic(const std::vector<GlobalProcess>& procs, const OwnWorkStraggler& s, const char* what) {
+  return std::string(what) + " " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
+         std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " + std::to_string(s.excess_ns) +
+         " ns";
 }
 
-// Pipeline stages (GPUs with send/recv roles): each GPU's mean gap relative to the others of
-// its role (their median), pooled over the roles: the spread of that ratio across the whole
-// job measures the noise, which a handful of GPUs per role cannot. The gap-by-gap test is not
-// yet used on pipelines, where it named hardware spread in pipeline+world jobs
-// (docs/attribution.md); this rule keeps their results as they were.
-bool judge_pipeline_stages(const GapTotals& t, const AttributionConfig& cfg, std::vector<double>& late) {
-  const size_t n = t.gap_sum.size();
-  std::vector<double> role_mean(n, 0.0);
-  std::vector<uint32_t> with_peers;
-  for (const auto& [key, members] : t.peers_by_role) {
-    if (key.empty() || members.size() < 2 || (members.size() < 3 && t.peers_by_role.size() > 1)) continue;
-    // The median of the others: sort once, then skip the member's own place.
-    std::vector<std::pair<double, uint32_t>> sorted;
-    for (uint32_t p : members) sorted.emplace_back(t.gap_sum[p] / t.gap_count[p], p);
-    std::sort(sorted.begin(), sorted.end());
-    const size_t m = sorted.size() - 1;  // values left without the member
-    for (size_t i = 0; i < sorted.size(); ++i) {
-      auto other = [&](size_t k) { return sorted[k < i ? k : k + 1].first; };
-      const uint32_t p = sorted[i].second;
-      role_mean[p] = m % 2 == 1 ? other(m / 2) : (other(m / 2 - 1) + other(m / 2)) / 2;
-      if (role_mean[p] > 0) with_peers.push_back(p);
-    }
-  }
-  return judge_by_floor(
-      with_peers, [&](uint32_t p) { return t.gap_sum[p] / t.gap_count[p] / role_mean[p]; },
-      [&](uint32_t p, double excess) { return excess * role_mean[p] * t.gap_count[p]; },
-      1.0,  // as fast as its role peers
-      [](uint32_t) { return true; }, t, cfg, late);
+// Pipeline stages (GPUs with send/recv roles): each stage's own work over the window against
+// the stages it does the same job as (stage_work.hpp).
+bool judge_pipeline_stages(const GapTotals& t, const std::vector<bool>& measured,
+                           const std::vector<GlobalProcess>& procs, std::vector<double>& late,
+                           std::vector<std::string>& diagnostics) {
+  std::vector<StageWork> stages;
+  for (uint32_t p = 0; p < t.gap_sum.size(); ++p)
+    if (measured[p] && !t.role[p].empty())
+      stages.push_back({p, t.role[p], t.gap_sum[p], t.gap_count[p], t.period_sum[p]});
+  if (stages.size() < 2) return false;
+  std::vector<OwnWorkStraggler> judged;
+  for (const OwnWorkStraggler& s : slow_stages(stages, {}, &judged)) late[s.process] += s.excess_ns;
+  for (const OwnWorkStraggler& s : judged) diagnostics.push_back(gap_diagnostic(procs, s, "stage work"));
+  return true;
 }
 
 // GPUs of collectives only: each communicator rank's gaps against its peers', gap by gap
@@ -145,22 +101,37 @@ bool judge_collective_gaps(const Observations& obs, const GapTotals& t, const st
   for (const auto& [r, size] : role_size) compared = compared || size >= 2;
   std::vector<OwnWorkStraggler> judged;
   for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged)) late[s.process] += s.excess_ns;
-  for (const OwnWorkStraggler& s : judged)
-    diagnostics.push_back("gaps " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
-                          std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " +
-                          std::to_string(s.excess_ns) + " ns");
+  for (const OwnWorkStraggler& s : judged) diagnostics.push_back(gap_diagnostic(procs, s, "gaps"));
   return compared;
 }
 
-// GPUs alone in their role: the share of their time on their own work against every GPU's
-// share (the stages of a balanced pipeline have about the same share, a straggler's is larger).
+// GPUs of collectives alone in their role (a job of pipeline stages): the share of their time
+// on their own work against every GPU's share, which must exceed the reference (the median,
+// of the others where there are few) by mad_k robust deviations and by gap_rel_floor of it.
 bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<double>& late) {
   std::vector<uint32_t> everyone;
   for (const auto& [key, members] : t.peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
-  return judge_by_floor(
-      everyone, [&](uint32_t p) { return t.gap_sum[p] / t.period_sum[p]; },
-      [&](uint32_t p, double excess) { return excess * t.period_sum[p]; }, std::numeric_limits<double>::quiet_NaN(),
-      [&](uint32_t p) { return static_cast<bool>(t.alone[p]); }, t, cfg, late);
+  std::vector<double> shares;
+  for (uint32_t p : everyone) shares.push_back(t.gap_sum[p] / t.period_sum[p]);
+  const Robust base = robust_of(shares);
+  if (base.n < 2) return false;
+  const bool small = base.n < kMinRobustSample;
+  const double spread = small ? 0.0 : cfg.mad_k * base.sigma;
+  for (size_t i = 0; i < everyone.size(); ++i) {
+    const uint32_t p = everyone[i];
+    if (!t.alone[p]) continue;
+    double reference = base.median;
+    if (small) {  // the quickest alone would make ordinary speed differences look like stragglers
+      std::vector<double> others = shares;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+      reference = robust_of(others).median;
+    }
+    const double excess = shares[i] - reference;
+    const double excess_ns = excess * t.period_sum[p];
+    if (excess > std::max(spread, cfg.gap_rel_floor * reference) && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p])
+      late[p] = excess_ns;
+  }
+  return true;
 }
 
 // Without StopGpuClk: a kernel's start against the median of its node's GPUs in the same
@@ -227,7 +198,7 @@ OwnDelay measure_own_delay(const Observations& obs, const std::vector<GlobalProc
   // Preferred: the gaps between a GPU's kernels, the time it spent on its own work:
   // comparable across nodes, blind to victims that merely finished the previous call late.
   const GapTotals totals = gap_totals(obs, n, n_ranks, out.work_measured);
-  out.have_gaps = judge_pipeline_stages(totals, cfg, out.late_ns);
+  out.have_gaps = judge_pipeline_stages(totals, out.work_measured, procs, out.late_ns, out.diagnostics);
   out.have_gaps = judge_collective_gaps(obs, totals, out.work_measured, procs, out.late_ns, out.diagnostics) ||
                   out.have_gaps;
   if (totals.any_alone) out.have_gaps = judge_alone(totals, cfg, out.late_ns) || out.have_gaps;

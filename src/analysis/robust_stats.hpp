@@ -2,6 +2,7 @@
 // the spread between healthy members, and critical values (docs/attribution.md).
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace culprit {
@@ -16,6 +17,13 @@ inline double median_of(std::vector<double> values) { return median_in_place(val
 // one degree of freedom. Robust to the outliers among the departures, right however unequal
 // their noise.
 double between_variance_of(const std::vector<double>& departures, const std::vector<double>& noise);
+
+// The variance of departures drawn from N(0, v) where a few are outliers: the mean square of
+// those within 4 deviations, corrected for the clipping, starting from the chi-square
+// median and iterated. More efficient than the median alone (a dozen departures measure the
+// spread to about +-21 %, not +-30 %), and a straggler stays out of its own yardstick.
+// `clipped`, when given, receives how many were left out.
+double clipped_variance_of(const std::vector<double>& departures, size_t* clipped = nullptr);
 
 // A measured variance (with df degrees of freedom) combined with prior_df pseudo-observations
 // of prior_sigma (the conjugate update); returns the variance and its degrees of freedom.

@@ -1,0 +1,114 @@
+#include "analysis/stage_work.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "analysis/edge_stats.hpp"
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+namespace {
+
+// A stage's departure from its group's typical work, in logs, scaled to one GPU's spread.
+struct Departure {
+  const StageWork* stage = nullptr;
+  double log_excess = 0;  // log(work) - log(reference)
+  double excess_ns = 0;   // its work beyond the reference's, over its gaps
+  double scaled = 0;      // log_excess over its standard deviation in units of one GPU's
+};
+
+// How a group's members are measured. Replicas of one role make the same calls, so their
+// work per gap is compared: a replica that got less far (a pipeline stopped by a hang) is
+// not thereby faster. Stages of one pipeline make different calls (the first stage half as
+// many as a middle one) but move in step, so their total work over the window is compared.
+enum class Measure { kPerGap, kTotal };
+
+double measure_of(const StageWork& s, Measure m) { return m == Measure::kPerGap ? s.work_ns / s.gaps : s.work_ns; }
+
+// The stages of one group against its typical work: the median log work of the group, which
+// one straggler cannot move from three stages on (the median of the others could: with three
+// stages it would be halfway to the straggler); with two, the other one. The departure of x
+// from a median of n that includes it has about 1 - 0.43 / n of one draw's variance (the
+// median's own variance, pi / 2n, less twice its covariance with x, 1 / n); from another
+// draw, twice it.
+void compare_within(const std::vector<const StageWork*>& group, Measure m, std::vector<Departure>& out, double& df) {
+  if (group.size() < 2) return;
+  df += static_cast<double>(group.size() - 1);
+  std::vector<double> logs;
+  for (const StageWork* s : group) logs.push_back(std::log(measure_of(*s, m)));
+  const double n = static_cast<double>(group.size());
+  const double median = median_of(logs);
+  const double sd = group.size() == 2 ? std::sqrt(2.0) : std::sqrt(1 - 0.43 / n);
+  for (size_t i = 0; i < group.size(); ++i) {
+    const StageWork& s = *group[i];
+    Departure d;
+    d.stage = &s;
+    const double reference = group.size() == 2 ? logs[1 - i] : median;
+    d.log_excess = logs[i] - reference;
+    d.excess_ns = s.work_ns * (1 - std::exp(-d.log_excess));
+    d.scaled = d.log_excess / sd;
+    out.push_back(d);
+  }
+}
+
+// Stages are compared with their replicas (the same role in the other pipelines); stages
+// without one with each other. df: the degrees of freedom the departures give the spread, one
+// less than the members of each group.
+std::vector<Departure> departures_of(const std::vector<StageWork>& stages, double& df) {
+  std::map<std::vector<std::pair<int32_t, int32_t>>, std::vector<const StageWork*>> roles;
+  for (const StageWork& s : stages)
+    if (s.work_ns > 0 && s.gaps > 0) roles[s.role].push_back(&s);
+  std::vector<const StageWork*> single;
+  std::vector<Departure> out;
+  df = 0;
+  for (const auto& [role, members] : roles) {
+    if (members.size() == 1) single.push_back(members.front());
+    else compare_within(members, Measure::kPerGap, out, df);
+  }
+  compare_within(single, Measure::kTotal, out, df);
+  return out;
+}
+
+// The spread between healthy GPUs (variance of log work), from the departures, combined with
+// the prior; fewer than kMinRobustSample departures measure nothing robustly (one straggler
+// among three or four would set the yardstick), so the prior alone judges them. A group's
+// median member departs by exactly 0 and is left out.
+PooledVariance spread_of(const std::vector<Departure>& departures, double df, const StragglerConfig& config) {
+  std::vector<double> pool;
+  for (const Departure& d : departures)
+    if (d.log_excess != 0) pool.push_back(d.scaled);
+  if (pool.size() < kMinRobustSample) return with_prior(0, 0, config.prior_sigma, config.prior_df);
+  size_t clipped = 0;
+  const double measured = clipped_variance_of(pool, &clipped);
+  return with_prior(measured, std::max(1.0, df - static_cast<double>(clipped)), config.prior_sigma, config.prior_df);
+}
+
+}  // namespace
+
+std::vector<OwnWorkStraggler> slow_stages(const std::vector<StageWork>& stages, const StragglerConfig& config,
+                                          std::vector<OwnWorkStraggler>* judged) {
+  double df = 0;
+  const std::vector<Departure> departures = departures_of(stages, df);
+  const PooledVariance spread = spread_of(departures, df, config);
+  // One test per independent departure: a pair's two are one comparison, and a group's
+  // median member departs from nobody (the degrees of freedom count exactly these).
+  const double tail = config.false_alarm / std::max(1.0, df);
+  std::vector<OwnWorkStraggler> out;
+  for (const Departure& d : departures) {
+    const StageWork& s = *d.stage;
+    if (d.log_excess <= 0 || spread.df <= 0) continue;
+    if (d.excess_ns / s.gaps < config.min_excess_ns || d.excess_ns < config.min_share * s.period_ns) continue;
+    OwnWorkStraggler v;
+    v.process = s.process;
+    v.excess_ns = d.excess_ns;
+    v.t = spread.variance > 0 ? d.scaled / std::sqrt(spread.variance) : std::numeric_limits<double>::infinity();
+    v.critical_t = critical_t(spread.df, tail);
+    if (judged) judged->push_back(v);
+    if (v.t > v.critical_t) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace culprit
