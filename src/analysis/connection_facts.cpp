@@ -93,7 +93,10 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
   out.baselines = baselines_of(views);
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
-  ReceiverPeers receivers(views, cfg);
+  std::map<uint64_t, int32_t> p2p_sizes;
+  for (const auto& [comm, size] : context.n_ranks())
+    if (!context.is_collective(comm)) p2p_sizes[comm] = size;
+  ReceiverPeers receivers(views, cfg, p2p_sizes);
   out.edges.resize(obs.edges.size());
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeKey& k = obs.edges[i].key;

@@ -11,8 +11,9 @@ bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ?
 
 }  // namespace
 
-ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config)
-    : config_(config) {
+ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
+                             const std::map<uint64_t, int32_t>& p2p_sizes)
+    : config_(config), p2p_sizes_(p2p_sizes) {
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
@@ -21,7 +22,7 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     for (int p : kReceiverPhases)
-      if (has_half_of(v, p)) groups_[{k.comm_hash, combining(k)}][p].members.emplace_back(v.step_ns[p], k.dst_rank);
+      if (has_half_of(v, p)) groups_[kind_of(k)][p].members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
   }
   for (auto& [kind, by_phase] : groups_)
     for (auto& [phase, group] : by_phase) {
@@ -32,11 +33,18 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
   std::map<Group*, std::vector<double>> shortest;
   for (const EdgeView& v : views)
     if (v.has_recv && v.consume_min_ns)
-      shortest[&groups_[{v.edge->key.comm_hash, combining(v.edge->key)}][kRecvGpuWait]].push_back(*v.consume_min_ns);
+      shortest[&groups_[kind_of(v.edge->key)][kRecvGpuWait]].push_back(*v.consume_min_ns);
   for (auto& [group, values] : shortest) group->shortest = robust_of(std::move(values));
 }
 
+ReceiverPeers::Kind ReceiverPeers::kind_of(const EdgeKey& key) const {
+  auto p2p = p2p_sizes_.find(key.comm_hash);
+  if (p2p != p2p_sizes_.end()) return {static_cast<uint64_t>(p2p->second), true, false};
+  return {key.comm_hash, false, combining(key)};
+}
+
 bool ReceiverPeers::combining(const EdgeKey& key) const {
+  if (p2p_sizes_.count(key.comm_hash)) return false;
   auto it = fan_in_.find({key.comm_hash, key.dst_rank, key.channel});
   return it != fan_in_.end() && it->second > 1;
 }
@@ -58,8 +66,8 @@ bool ReceiverPeers::consumes_in_every_step(const EdgeView& view, const Group& gr
 }
 
 double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
-  bool combines = combining(view.edge->key);
-  auto kind = groups_.find({view.edge->key.comm_hash, combines});
+  const bool combines = combining(view.edge->key);
+  auto kind = groups_.find(kind_of(view.edge->key));
   if (kind == groups_.end()) return 0;
   auto group = kind->second.find(phase);
   if (group == kind->second.end()) return 0;
@@ -72,7 +80,8 @@ double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   if (g.base.n >= kMinRobustSample) return significant_excess(value, g.base, scale, config_);
   double others = 0;
   for (const auto& [other_value, receiver] : g.members)
-    if (receiver != view.edge->key.dst_rank) others = std::max(others, other_value);
+    if (receiver != std::make_pair(view.edge->key.comm_hash, view.edge->key.dst_rank))
+      others = std::max(others, other_value);
   double excess = value - others;
   return excess > std::max(config_.rel_floor * scale, config_.abs_floor_ns) ? excess : 0.0;
 }

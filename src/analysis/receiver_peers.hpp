@@ -6,7 +6,11 @@
 // data until the last input arrives: their RecvGpuWait and withheld credit are structural.
 // So receivers are judged among their own kind (same communicator, combining or not), and a
 // combining receiver's hold on an input is first reduced by how much later its latest
-// sibling input arrived (that much is explained).
+// sibling input arrived (that much is explained). Send/recv communicators are different: a
+// stage's inputs from both neighbours (forward and backward) are separate calls that never
+// wait for each other, so no p2p receiver combines; and a job's replicated pipelines are the
+// same stages, so the receivers of every send/recv communicator of one size are one kind (in
+// one pipeline, a stage slow on all its inputs would be half of its kind).
 //
 // Held buffers (withheld credit, slow consumption) only throttle a pipeline when they cost a
 // good part of a transfer, so those two are judged at credit_rel_floor of the step scale;
@@ -34,8 +38,10 @@ namespace culprit {
 
 class ReceiverPeers {
  public:
-  // `views` must outlive this object (it keeps pointers to them).
-  ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config);
+  // `views` must outlive this object (it keeps pointers to them). p2p_sizes: the send/recv-only
+  // communicators and their sizes (every other communicator runs collectives).
+  ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
+                const std::map<uint64_t, int32_t>& p2p_sizes = {});
 
   // Significant excess per step of `phase` (kSendPeerWait, kRecvFlushWait or kRecvGpuWait)
   // of connection `view` above its peers (0: none); cycle_ns is its communicator's step scale.
@@ -46,16 +52,19 @@ class ReceiverPeers {
 
  private:
   using Channel = std::tuple<uint64_t, int32_t, int32_t>;  // (comm, receiving rank, channel)
-  using Kind = std::pair<uint64_t, bool>;                   // (comm, combining)
+  // (comm, or the size of a send/recv communicator; whether it is one; combining)
+  using Kind = std::tuple<uint64_t, bool, bool>;
   struct Group {
-    std::vector<std::pair<double, int32_t>> members;  // (value, receiving rank)
+    std::vector<std::pair<double, std::pair<uint64_t, int32_t>>> members;  // (value, (comm, receiving rank))
     Robust base;
     Robust shortest;  // the members' shortest steps, where known (kRecvGpuWait only)
   };
+  Kind kind_of(const EdgeKey& key) const;
   bool consumes_in_every_step(const EdgeView& view, const Group& group, double cycle_ns) const;
   double sibling_wait(const EdgeView& view) const;
 
   const AttributionConfig& config_;
+  std::map<uint64_t, int32_t> p2p_sizes_;
   std::map<Channel, int> fan_in_;  // connections into each receiving channel
   std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
   std::map<Kind, std::map<int, Group>> groups_;

@@ -625,7 +625,7 @@ def main():
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
                     help="regression floor on the whole selection, repeatable; exit 1 when broken. Metrics: "
-                         + ", ".join("%s (%s)" % (k, v[1]) for k, v in FLOORS.items()))
+                         + ", ".join("%s (%s)" % (k, v[1].replace("%", "%%")) for k, v in FLOORS.items()))
     args = ap.parse_args()
     floors = {}
     for f in args.floor:

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "analysis/receiver_peers.hpp"
@@ -96,6 +98,43 @@ TEST(ReceiverPeers, ACombiningReceiversHoldIsExplainedByItsLaterSiblingInput) {
   EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kRecvGpuWait, kCycleNs), 50000);
   EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kSendPeerWait, kCycleNs), 50000);
   EXPECT_DOUBLE_EQ(unexplained.anomaly(views[1], kRecvGpuWait, kCycleNs), 0);
+}
+
+TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
+  // Four pipelines of four stages (a send/recv communicator each), forward and backward
+  // connections on two channels: a middle stage receives from both neighbours on each. Stage 2 of
+  // pipeline 0 flushes 40 us per step on both of its inputs. Within its own pipeline it is
+  // half of the middle stages' inputs and would not stand out; among the four pipelines'
+  // receivers it does. Its two inputs are not combined.
+  std::vector<EdgeSummary> edges;
+  std::map<uint64_t, int32_t> p2p;
+  for (uint64_t pipeline = 0; pipeline < 4; ++pipeline) {
+    const uint64_t comm = 0x9000 + pipeline;
+    p2p[comm] = 4;
+    for (int32_t stage = 0; stage < 3; ++stage)
+      for (auto [src, dst] : {std::pair{stage, stage + 1}, std::pair{stage + 1, stage}})
+        for (int32_t channel = 0; channel < 2; ++channel) {
+          EdgeSummary e = conn(src, dst, channel, kQuiet);
+          e.key.comm_hash = comm;
+          if (pipeline == 0 && dst == 2) e.phase_ns[kRecvFlushWait] = 40 * 1000 * kSteps;
+          edges.push_back(e);
+        }
+  }
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers pooled(views, cfg, p2p);
+  ReceiverPeers per_comm(views, cfg);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const bool slow = edges[i].key.comm_hash == 0x9000 && edges[i].key.dst_rank == 2;
+    EXPECT_EQ(pooled.anomaly(views[i], kRecvFlushWait, kCycleNs) > 0, slow) << i;
+    EXPECT_FALSE(pooled.combining(edges[i].key)) << i;
+  }
+  // Judged per communicator as a tree would be, the slow stage is half of its pipeline's
+  // middle-stage inputs and hides in their median.
+  const size_t slow_input = 4;  // pipeline 0: 0>1 and 1>0 on both channels, then 1>2
+  ASSERT_EQ(edges[slow_input].key.dst_rank, 2);
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs), 0);
+  EXPECT_TRUE(per_comm.combining(edges[slow_input].key));
 }
 
 TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
