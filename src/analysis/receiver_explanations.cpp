@@ -10,8 +10,32 @@ namespace {
 struct Connection {
   size_t index;
   const EdgeFacts& facts;
+  uint64_t comm;
   double send_steps, recv_steps;
   double flush, consume;  // the receiver's own excess over the window (0: none)
+};
+
+// A receiver's own time over the window. The channels of one communicator run side by side,
+// so its inputs there overlap and the longest counts; its communicators' collectives run one
+// after another, so their times add. A GPU slow to consume is slow in every communicator it
+// receives in; a sibling that only looks slow because it feeds that GPU over NVLink is so in
+// the one communicator they share, and adds up to less.
+class ReceiverTimes {
+ public:
+  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls) {
+    double& longest = by_comm_[{process, cls}][comm];
+    longest = std::max(longest, ns);
+  }
+  void commit(std::vector<Evidence>& evidence) const {
+    for (const auto& [who, per_comm] : by_comm_) {
+      double total = 0;
+      for (const auto& [comm, ns] : per_comm) total += ns;
+      evidence[who.first].offer(total, who.second);
+    }
+  }
+
+ private:
+  std::map<std::pair<uint32_t, CulpritClass>, std::map<uint64_t, double>> by_comm_;
 };
 
 // Per host: its GPUs whose own kernels run late, in process order.
@@ -23,8 +47,7 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
 }
 
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
-                             const AttributionConfig& cfg, std::vector<Evidence>& evidence,
-                             std::vector<WaitEdge>& holds) {
+                             const AttributionConfig& cfg, ReceiverTimes& times, std::vector<WaitEdge>& holds) {
   const EdgeFacts& f = c.facts;
   double weight = f.anomaly[kSendPeerWait] * c.send_steps;
   holds.push_back({f.src, f.dst, weight, "no_credit"});
@@ -37,11 +60,11 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     for (uint32_t x : late_on_host)
       if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
   } else if (c.flush > c.consume) {
-    evidence[f.dst].offer(weight + c.flush, CulpritClass::kFlush);
+    times.offer(f.dst, c.comm, weight + c.flush, CulpritClass::kFlush);
   } else if (c.consume > 0) {
-    evidence[f.dst].offer(weight + c.consume, CulpritClass::kGpuConsumer);
+    times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer);
   } else {
-    evidence[f.dst].offer(weight, CulpritClass::kGpuProducer);
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer);
   }
 }
 
@@ -51,21 +74,23 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
                        std::vector<WaitEdge>& holds) {
   const std::map<std::string, std::vector<uint32_t>> late_by_host = late_gpus_by_host(in);
   static const std::vector<uint32_t> kNoneLate;
+  ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
     const EdgeSummary& e = in.observations.edges[i];
-    Connection c{i, f, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps), 0, 0};
+    Connection c{i, f, e.key.comm_hash, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps), 0, 0};
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bool own_work_measured = in.own_delay.work_measured[f.dst];
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
-      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, evidence, holds);
+      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
     } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg)) {
-      if (c.flush > 0) evidence[f.dst].offer(c.flush, CulpritClass::kFlush);
-      if (c.consume > 0) evidence[f.dst].offer(c.consume, CulpritClass::kGpuConsumer);
+      if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush);
+      if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer);
     }
   }
+  times.commit(evidence);
 }
 
 }  // namespace culprit

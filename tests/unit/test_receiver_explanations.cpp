@@ -173,5 +173,40 @@ TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceUnlessThe
   EXPECT_EQ(p2p.evidence[2].culprit_class, CulpritClass::kFlush);
 }
 
+TEST(ReceiverExplanations, AReceiversTimeAddsOverItsCommunicatorsNotOverChannels) {
+  // GPU 2 consumes slowly in the world communicator (two channels, 10 us each over the
+  // window) and in a second one (10 us); GPU 3 only in the world one, 15 us on one channel
+  // (a sibling that feeds GPU 2 over NVLink looks like that). Channels of one communicator
+  // run side by side, collectives of two run one after another: GPU 2 added 20 us, GPU 3
+  // 15 us.
+  constexpr uint64_t kDp = 0x8888ull;
+  Job job;
+  job.facts.clear();
+  job.obs.edges.clear();
+  for (uint32_t p = 0; p < 6; ++p) {
+    GlobalCommRank c;
+    c.comm_hash = kDp;
+    c.rank = static_cast<int32_t>(p);
+    c.process = p;
+    c.has_collective = true;
+    job.obs.comm_ranks.push_back(c);
+  }
+  auto slow_consumer = [&](uint64_t comm, uint32_t src, uint32_t dst, int32_t channel, double per_step_ns) {
+    EdgeFacts& f = test::add_connection(job.obs, job.facts, comm, src, dst, channel, kSteps);
+    f.slow_consume = true;
+    f.anomaly[kRecvGpuWait] = per_step_ns;
+  };
+  slow_consumer(kComm, 1, 2, 0, 1000);
+  slow_consumer(kComm, 1, 2, 1, 1000);
+  slow_consumer(kDp, 0, 2, 0, 1000);
+  slow_consumer(kComm, 1, 3, 2, 1500);
+  job.run();
+  EXPECT_TRUE(job.holds.empty());
+  EXPECT_EQ(job.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(job.evidence[2].ns, 20000);
+  EXPECT_DOUBLE_EQ(job.evidence[3].ns, 15000);
+  EXPECT_TRUE(job.evidence[2].outranks(job.evidence[3]));
+}
+
 }  // namespace
 }  // namespace culprit
