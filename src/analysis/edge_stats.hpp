@@ -23,9 +23,10 @@ struct AttributionConfig {
   // collective duration and kernel_abs_floor_ns, as well as mad_k robust deviations.
   double kernel_rel_floor = 0.10;
   double kernel_abs_floor_ns = 20000.0;
-  // Pipeline stages only (collectives use the gap test, own_work_stragglers.hpp): the time a
-  // GPU spends on its own work between NCCL calls must exceed its role peers' by this
-  // fraction to make it a straggler (GPUs of one job differ a little in speed).
+  // A GPU of collectives alone in its role among pipeline stages (collectives use the gap
+  // test, own_work_stragglers.hpp; stages the stage-work test, stage_work.hpp): the share of
+  // its time on its own work must exceed the others' by this fraction to make it a straggler
+  // (GPUs of one job differ a little in speed).
   double gap_rel_floor = 0.5;
   // Sums only: a wire is slow when even with all NCCL_STEPS (8) sends queued on it, one
   // send's share of its SendWait exceeds link_ratio x the communicator's median SendWait. A

@@ -43,9 +43,8 @@ double clipped_variance_of(const std::vector<double>& departures, size_t* clippe
   // Clipped at 4 deviations: a normal draw lies beyond once in 16,000, so only stragglers
   // are left out. A tighter clip (3) feeds on itself: an estimate that starts low clips
   // healthy draws and ends lower, which made healthy GPUs of 3-4 sigma look significant.
-  constexpr double kClip = 4.0;
-  // E[z^2 | |z| < c] for a standard normal: 1 - 2 c phi(c) / (2 Phi(c) - 1) at c = 4.
-  constexpr double kClippedMeanSquare = 0.99893;
+  // kClippedMeanSquare = 1 - 2 c phi(c) / (2 Phi(c) - 1) at c = 4.
+  constexpr double kClip = kClipDeviations;
   const std::vector<double> none(departures.size(), 0.0);
   double variance = between_variance_of(departures, none);
   size_t left_out = 0;

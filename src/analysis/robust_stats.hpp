@@ -24,6 +24,10 @@ double between_variance_of(const std::vector<double>& departures, const std::vec
 // spread to about +-21 %, not +-30 %), and a straggler stays out of its own yardstick.
 // `clipped`, when given, receives how many were left out.
 double clipped_variance_of(const std::vector<double>& departures, size_t* clipped = nullptr);
+// The clip, in deviations, and E[z^2 | |z| < clip] for a standard normal, which corrects a
+// mean square of the draws kept.
+inline constexpr double kClipDeviations = 4.0;
+inline constexpr double kClippedMeanSquare = 0.99893;
 
 // A measured variance (with df degrees of freedom) combined with prior_df pseudo-observations
 // of prior_sigma (the conjugate update); returns the variance and its degrees of freedom.

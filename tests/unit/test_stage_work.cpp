@@ -69,6 +69,17 @@ TEST(StageWork, OfTwoReplicasTheSlowerIsNamedNotItsPartner) {
   EXPECT_EQ(named(pipelines(2, 8, work, spread_of(0.02, 3, 1.5))), std::vector<uint32_t>{3});
 }
 
+TEST(StageWork, AStragglerIsNoPartOfItsOwnYardstick) {
+  // Two pipelines of eight stages whose pairs depart (scaled) by the values a simulated
+  // pipeline 8x2x1 showed; stage 1 of pipeline 1 is a 1.4x GPU (0.238). In its own yardstick
+  // it stays inside the first clip (4 deviations of the chi-square median) and widens the
+  // spread until its t is 3; against the other seven pairs it is named.
+  const std::vector<double> scaled{0.003, 0.238, 0.059, 0.051, 0.024, 0.059, 0.032, 0.012};
+  std::vector<StageWork> stages = pipelines(2, 8, std::vector<double>(8, 10), [](int) { return 1.0; });
+  for (size_t stage = 0; stage < 8; ++stage) stages[8 + stage].work_ns *= std::exp(std::sqrt(2.0) * scaled[stage]);
+  EXPECT_EQ(named(stages), std::vector<uint32_t>{9});
+}
+
 TEST(StageWork, ASinglePipelineComparesItsStagesWithEachOther) {
   // One pipeline of eight stages (no replicas): stage 5 at 1.4x among +-3 % is named.
   const std::vector<double> work(8, 10);
