@@ -128,8 +128,8 @@ bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<d
     }
     const double excess = shares[i] - reference;
     const double excess_ns = excess * t.period_sum[p];
-    if (excess > std::max(spread, cfg.gap_rel_floor * reference) && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p])
-      late[p] = excess_ns;
+    const bool beyond = excess > std::max(spread, cfg.gap_rel_floor * reference);
+    if (beyond && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p]) late[p] = excess_ns;
   }
   return true;
 }

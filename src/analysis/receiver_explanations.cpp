@@ -78,7 +78,8 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
     const EdgeSummary& e = in.observations.edges[i];
-    Connection c{i, f, e.key.comm_hash, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps), 0, 0};
+    Connection c{i, f, e.key.comm_hash, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps),
+                 0, 0};
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bool own_work_measured = in.own_delay.work_measured[f.dst];

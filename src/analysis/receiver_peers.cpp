@@ -22,7 +22,8 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     for (int p : kReceiverPhases)
-      if (has_half_of(v, p)) groups_[kind_of(k)][p].members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
+      if (has_half_of(v, p))
+        groups_[kind_of(k)][p].members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
   }
   for (auto& [kind, by_phase] : groups_)
     for (auto& [phase, group] : by_phase) {
