@@ -71,16 +71,6 @@ int32_t size_of(const ProcessContext& context, uint64_t comm_hash) {
   return it == context.n_ranks().end() ? 0 : it->second;
 }
 
-// The unit of the score's evidence part: the longest step cycle over the most steps, at
-// rel_floor (what the guards of the connection facts are scaled by).
-double step_scale_of(const Observations& obs, const ConnectionFacts& facts, const AttributionConfig& cfg) {
-  double cycle = 0;
-  for (const auto& [comm, b] : facts.baselines) cycle = std::max(cycle, b.cycle_ns);
-  double steps = 1;
-  for (const EdgeSummary& e : obs.edges) steps = std::max(steps, static_cast<double>(std::max(e.send_steps, e.recv_steps)));
-  return cycle * steps * cfg.rel_floor;
-}
-
 EdgeRow edge_row(const EdgeSummary& e, const EdgeFacts& f) {
   EdgeRow row;
   row.comm_hash = e.key.comm_hash;
@@ -138,7 +128,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   GraphVerdict graph = attribute_to_roots(context.size(), flow, roots);
   graph.wait_ns = waited_per_process(obs, facts.edges, context.size());
 
-  Blame blame = blame_roots({obs, context, evidence, graph, roots, step_scale_of(obs, facts, cfg)});
+  Blame blame = blame_roots({obs, context, evidence, graph, roots});
   out.processes = std::move(blame.processes);
   out.culprits = std::move(blame.culprits);
   out.chains = std::move(blame.chains);

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/score.hpp"
+
 namespace culprit {
 namespace {
 
@@ -59,12 +61,6 @@ double job_share_of(const Evidence& e, const RootTotals& t, double own_busy, dou
 
 }  // namespace
 
-double score_of(const Evidence& e, uint32_t victims, size_t n, double step_scale_ns) {
-  double x = e.stopped ? 1e9 : e.ns / std::max(1.0, step_scale_ns);
-  double coverage = n > 1 ? static_cast<double>(victims) / static_cast<double>(n - 1) : 0;
-  return std::clamp(0.5 * x / (1 + x) + 0.5 * coverage, 0.0, 1.0);
-}
-
 Blame blame_roots(const BlameInputs& in) {
   Blame out;
   out.processes = process_rows(in);
@@ -84,7 +80,7 @@ Blame blame_roots(const BlameInputs& in) {
     row.culprit_class = name_of(e.culprit_class);
     row.attributed_root = r;
     row.blame_ns = static_cast<uint64_t>(t.blame_ns);
-    row.score = score_of(e, t.victims, n, in.step_scale_ns);
+    row.score = calibrated_score(e);
     CulpritRow c;
     c.process_id = r;
     c.host = row.host;
@@ -95,6 +91,7 @@ Blame blame_roots(const BlameInputs& in) {
     c.blame_share = total_blame > 0 ? t.blame_ns / total_blame : 0;
     c.job_share = job_share_of(e, t, busy[r], job_busy, n);
     c.victims = t.victims;
+    c.margin = e.margin;
     c.score = row.score;
     out.culprits.push_back(c);
   }

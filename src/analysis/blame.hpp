@@ -11,9 +11,7 @@
 //   - a fault inside NCCL (a slow wire, consumer or flush) lengthens the root's own time
 //     there as much as its victims', so this measure says nothing about it: NaN, unknown
 //     rather than guessed (docs/attribution.md).
-// The score is half how far the evidence clears its guard (x / (1 + x), x in units of
-// step_scale_ns) and half the share of the other processes that wait on the root. It is
-// not a calibrated probability (docs/accuracy.md, "The score").
+// The score is the calibrated confidence of score.hpp, from the margin of the root's evidence.
 #pragma once
 
 #include <vector>
@@ -31,7 +29,6 @@ struct BlameInputs {
   const std::vector<Evidence>& evidence;  // per process
   const GraphVerdict& graph;              // victims' roots and chains, wait_ns filled
   const std::vector<uint32_t>& roots;
-  double step_scale_ns = 1;  // the unit of the score's evidence part
 };
 
 struct Blame {
@@ -41,7 +38,5 @@ struct Blame {
 };
 
 Blame blame_roots(const BlameInputs& inputs);
-
-double score_of(const Evidence& evidence, uint32_t victims, size_t n_processes, double step_scale_ns);
 
 }  // namespace culprit

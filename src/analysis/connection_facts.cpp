@@ -33,11 +33,17 @@ void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& r
                   double low_recv_wait, const AttributionConfig& cfg) {
   for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
     bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
-    if (present) f.anomaly[p] = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
+    if (!present) continue;
+    const Excess x = significant_excess(f.view.step_ns[p], base.phase[p], base.cycle_ns, cfg);
+    f.anomaly[p] = x.ns;
+    f.margin[p] = x.margin;
   }
   for (int p : {kSendPeerWait, kRecvFlushWait, kRecvGpuWait}) {
     bool present = p == kSendPeerWait ? f.view.has_send : f.view.has_recv;
-    if (present) f.anomaly[p] = receivers.anomaly(f.view, p, base.cycle_ns);
+    if (!present) continue;
+    const Excess x = receivers.anomaly(f.view, p, base.cycle_ns);
+    f.anomaly[p] = x.ns;
+    f.margin[p] = x.margin;
   }
   // Waiting for data is absolute (every connection of a stalled ring waits), so it is judged
   // against the communicator's low reference with the floors alone.
@@ -49,6 +55,7 @@ void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& r
   WireJudgement wire = judge_wire(f.view, base, cfg);
   f.slow_link = wire.slow;
   f.link_excess_ns = wire.excess_per_step_ns;
+  f.link_margin = wire.margin;
   f.no_credit = f.anomaly[kSendPeerWait] > 0;
   f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
   f.slow_consume = f.anomaly[kRecvGpuWait] > 0;

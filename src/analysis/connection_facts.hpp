@@ -20,8 +20,10 @@ struct EdgeFacts {
   EdgeView view;
   uint32_t src = 0, dst = 0;                          // processes of its two ends
   double anomaly[kPhaseCount] = {0, 0, 0, 0, 0, 0};  // significant excess per step vs peers
+  double margin[kPhaseCount] = {0, 0, 0, 0, 0, 0};   // how many times its guard each anomaly is
   double late_data_ns = 0;    // per step: receiver waited for data beyond the comm's low reference
   double link_excess_ns = 0;  // per step: SendWait (or wire time) above the comm's reference
+  double link_margin = 0;     // where slow_link: how far the wire clears the tightest of its guards
   bool p2p = false;           // a connection of a communicator that runs only send/recv
   bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
   EdgeVerdict verdict = EdgeVerdict::kNormal;

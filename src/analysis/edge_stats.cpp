@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "analysis/robust_stats.hpp"
 
@@ -79,8 +80,12 @@ std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views
 double low_reference(const Robust& r) { return r.n < kMinRobustSample ? r.minimum : r.median; }
 double high_reference(const Robust& r) { return r.n < kMinRobustSample ? r.maximum : r.median; }
 
-double significant_excess(double value, const Robust& base, double cycle_ns,
-                          const AttributionConfig& config) {
+Excess beyond_guard(double excess, double guard) {
+  if (!(excess > guard)) return {};
+  return {excess, guard > 0 ? excess / guard : std::numeric_limits<double>::infinity()};
+}
+
+Excess significant_excess(double value, const Robust& base, double cycle_ns, const AttributionConfig& config) {
   // With fewer than kMinRobustSample connections a median and MAD describe the outlier as
   // much as the rest (two links: the median is halfway to the culprit). Then the quietest
   // connection is the reference and only the floors guard.
@@ -89,7 +94,9 @@ double significant_excess(double value, const Robust& base, double cycle_ns,
   double excess = value - reference;
   double guard = std::max({small ? 0.0 : config.mad_k * base.sigma, config.rel_floor * cycle_ns,
                            config.abs_floor_ns});
-  return std::fabs(excess) > guard ? excess : 0.0;
+  Excess beyond = beyond_guard(std::fabs(excess), guard);
+  if (excess < 0) beyond.ns = -beyond.ns;
+  return beyond;
 }
 
 }  // namespace culprit

@@ -94,9 +94,18 @@ struct CommBaseline {
 
 std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views);
 
-// Excess of `value` above (positive) or below (negative) the baseline, or 0 when it does not
-// clear the guards of `config`.
-double significant_excess(double value, const Robust& base, double cycle_ns,
-                          const AttributionConfig& config);
+// An excess that cleared its guards: its size, and its margin, how many times the largest of
+// its guards it is (> 1; the score's evidence, blame.hpp). Both 0 when it did not clear them.
+struct Excess {
+  double ns = 0;
+  double margin = 0;
+};
+
+// `excess` against `guard`: itself and its margin where it is above the guard, else none.
+Excess beyond_guard(double excess, double guard);
+
+// Excess of `value` above (positive ns) or below (negative) the baseline, where it clears the
+// guards of `config`.
+Excess significant_excess(double value, const Robust& base, double cycle_ns, const AttributionConfig& config);
 
 }  // namespace culprit

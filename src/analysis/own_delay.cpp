@@ -12,6 +12,12 @@ namespace {
 
 using Role = std::vector<std::pair<int32_t, int32_t>>;  // (size, rank) in each send/recv communicator
 
+// What the tests found, per process: own delay and margin (OwnDelay's late_ns and margin).
+struct Late {
+  std::vector<double>& ns;
+  std::vector<double>& margin;
+};
+
 // Per process: its gaps summed over its communicator ranks, and its role. GPUs are compared
 // with GPUs that do the same job: in collectives every rank does the same work between calls,
 // but a pipeline stage's work between two NCCL calls depends on where it sits (the first stage
@@ -54,6 +60,13 @@ GapTotals gap_totals(const Observations& obs, size_t n, const std::map<uint64_t,
   return t;
 }
 
+// A GPU found late by `ns` with `margin` over its guards (it may be found in several tests or
+// communicators: the delays add, the strongest margin stands).
+void record_late(Late& late, uint32_t process, double ns, double margin) {
+  late.ns[process] += ns;
+  late.margin[process] = std::max(late.margin[process], margin);
+}
+
 std::string gap_diagnostic(const std::vector<GlobalProcess>& procs, const OwnWorkStraggler& s, const char* what) {
   return std::string(what) + " " + procs[s.process].host + ":" + std::to_string(procs[s.process].pid) + " t " +
          std::to_string(s.t) + " of " + std::to_string(s.critical_t) + ", excess " + std::to_string(s.excess_ns) +
@@ -63,15 +76,15 @@ std::string gap_diagnostic(const std::vector<GlobalProcess>& procs, const OwnWor
 // Pipeline stages (GPUs with send/recv roles): each stage's own work over the window against
 // the stages it does the same job as (stage_work.hpp).
 bool judge_pipeline_stages(const GapTotals& t, const std::vector<bool>& measured,
-                           const std::vector<GlobalProcess>& procs, std::vector<double>& late,
-                           std::vector<std::string>& diagnostics) {
+                           const std::vector<GlobalProcess>& procs, Late late, std::vector<std::string>& diagnostics) {
   std::vector<StageWork> stages;
   for (uint32_t p = 0; p < t.gap_sum.size(); ++p)
     if (measured[p] && !t.role[p].empty())
       stages.push_back({p, t.role[p], t.gap_sum[p], t.gap_count[p], t.period_sum[p]});
   if (stages.size() < 2) return false;
   std::vector<OwnWorkStraggler> judged;
-  for (const OwnWorkStraggler& s : slow_stages(stages, {}, &judged)) late[s.process] += s.excess_ns;
+  for (const OwnWorkStraggler& s : slow_stages(stages, {}, &judged))
+    record_late(late, s.process, s.excess_ns, s.margin);
   for (const OwnWorkStraggler& s : judged) diagnostics.push_back(gap_diagnostic(procs, s, "stage work"));
   return true;
 }
@@ -79,8 +92,7 @@ bool judge_pipeline_stages(const GapTotals& t, const std::vector<bool>& measured
 // GPUs of collectives only: each communicator rank's gaps against its peers', gap by gap
 // (own_work_stragglers.hpp).
 bool judge_collective_gaps(const Observations& obs, const GapTotals& t, const std::vector<bool>& measured,
-                           const std::vector<GlobalProcess>& procs, std::vector<double>& late,
-                           std::vector<std::string>& diagnostics) {
+                           const std::vector<GlobalProcess>& procs, Late late, std::vector<std::string>& diagnostics) {
   std::vector<GapObservation> gap_ranks;
   for (const GlobalCommRank& c : obs.comm_ranks) {
     if (c.gap_samples == 0 || c.gap_period_sum_ns == 0 || t.alone[c.process] || !measured[c.process] ||
@@ -100,7 +112,8 @@ bool judge_collective_gaps(const Observations& obs, const GapTotals& t, const st
   bool compared = false;
   for (const auto& [r, size] : role_size) compared = compared || size >= 2;
   std::vector<OwnWorkStraggler> judged;
-  for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged)) late[s.process] += s.excess_ns;
+  for (const OwnWorkStraggler& s : own_work_stragglers(gap_ranks, {}, &judged))
+    record_late(late, s.process, s.excess_ns, s.margin);
   for (const OwnWorkStraggler& s : judged) diagnostics.push_back(gap_diagnostic(procs, s, "gaps"));
   return compared;
 }
@@ -108,7 +121,7 @@ bool judge_collective_gaps(const Observations& obs, const GapTotals& t, const st
 // GPUs of collectives alone in their role (a job of pipeline stages): the share of their time
 // on their own work against every GPU's share, which must exceed the reference (the median,
 // of the others where there are few) by mad_k robust deviations and by gap_rel_floor of it.
-bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<double>& late) {
+bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, Late late) {
   std::vector<uint32_t> everyone;
   for (const auto& [key, members] : t.peers_by_role) everyone.insert(everyone.end(), members.begin(), members.end());
   std::vector<double> shares;
@@ -128,8 +141,12 @@ bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<d
     }
     const double excess = shares[i] - reference;
     const double excess_ns = excess * t.period_sum[p];
-    const bool beyond = excess > std::max(spread, cfg.gap_rel_floor * reference);
-    if (beyond && excess_ns > cfg.kernel_abs_floor_ns * t.gap_count[p]) late[p] = excess_ns;
+    const double share_margin = beyond_guard(excess, std::max(spread, cfg.gap_rel_floor * reference)).margin;
+    const double time_margin = beyond_guard(excess_ns, cfg.kernel_abs_floor_ns * t.gap_count[p]).margin;
+    if (share_margin > 0 && time_margin > 0) {
+      late.ns[p] = excess_ns;
+      late.margin[p] = std::min(share_margin, time_margin);
+    }
   }
   return true;
 }
@@ -137,7 +154,7 @@ bool judge_alone(const GapTotals& t, const AttributionConfig& cfg, std::vector<d
 // Without StopGpuClk: a kernel's start against the median of its node's GPUs in the same
 // collective.
 void kernel_start_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of,
-                           std::vector<double>& late) {
+                           Late late) {
   std::vector<double> means;
   for (const GlobalCommRank& c : obs.comm_ranks)
     if (c.kernel_samples) means.push_back(static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples);
@@ -146,7 +163,8 @@ void kernel_start_fallback(const Observations& obs, const std::function<double(c
   for (const GlobalCommRank& c : obs.comm_ranks) {
     if (!c.kernel_samples) continue;
     double mean = static_cast<double>(c.kernel_late_sum_ns) / c.kernel_samples;
-    if (mean - base.median > guard) late[c.process] += (mean - base.median) * c.kernel_samples;
+    const Excess x = beyond_guard(mean - base.median, guard);
+    if (x.margin > 0) record_late(late, c.process, x.ns * c.kernel_samples, x.margin);
   }
 }
 
@@ -154,8 +172,7 @@ void kernel_start_fallback(const Observations& obs, const std::function<double(c
 // recorded). Every rank's receive ops end when the collective's data has gone round; a rank
 // that posts them late has the shortest ops. In a ring all ranks play the same part; in trees
 // and pipelines op lengths differ by position, so this is a last resort.
-void short_ops_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of,
-                        std::vector<double>& late) {
+void short_ops_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of, Late late) {
   std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
   for (const GlobalCommRank& c : obs.comm_ranks)
     if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
@@ -166,8 +183,8 @@ void short_ops_fallback(const Observations& obs, const std::function<double(cons
     if (base.n < kMinRobustSample) continue;  // op lengths of a few ranks differ by role
     double guard = guard_of(base);
     for (const GlobalCommRank* c : members) {
-      double shorter = base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples;
-      if (shorter > guard) late[c->process] += shorter * c->op_samples;
+      const Excess shorter = beyond_guard(base.median - static_cast<double>(c->op_time_sum_ns) / c->op_samples, guard);
+      if (shorter.margin > 0) record_late(late, c->process, shorter.ns * c->op_samples, shorter.margin);
     }
   }
 }
@@ -180,7 +197,9 @@ OwnDelay measure_own_delay(const Observations& obs, const std::vector<GlobalProc
   const size_t n = procs.size();
   OwnDelay out;
   out.late_ns.assign(n, 0.0);
+  out.margin.assign(n, 0.0);
   out.work_measured.assign(n, false);
+  Late late{out.late_ns, out.margin};
   // Scale of the fallbacks: the median collective duration seen by the proxies (receive ops
   // last as long as the collective), else the median proxy op.
   double collective_ns = 0;
@@ -198,13 +217,12 @@ OwnDelay measure_own_delay(const Observations& obs, const std::vector<GlobalProc
   // Preferred: the gaps between a GPU's kernels, the time it spent on its own work:
   // comparable across nodes, blind to victims that merely finished the previous call late.
   const GapTotals totals = gap_totals(obs, n, n_ranks, out.work_measured);
-  out.have_gaps = judge_pipeline_stages(totals, out.work_measured, procs, out.late_ns, out.diagnostics);
-  out.have_gaps = judge_collective_gaps(obs, totals, out.work_measured, procs, out.late_ns, out.diagnostics) ||
-                  out.have_gaps;
-  if (totals.any_alone) out.have_gaps = judge_alone(totals, cfg, out.late_ns) || out.have_gaps;
+  out.have_gaps = judge_pipeline_stages(totals, out.work_measured, procs, late, out.diagnostics);
+  out.have_gaps = judge_collective_gaps(obs, totals, out.work_measured, procs, late, out.diagnostics) || out.have_gaps;
+  if (totals.any_alone) out.have_gaps = judge_alone(totals, cfg, late) || out.have_gaps;
   if (!out.have_gaps) {
-    kernel_start_fallback(obs, guard_of, out.late_ns);
-    short_ops_fallback(obs, guard_of, out.late_ns);
+    kernel_start_fallback(obs, guard_of, late);
+    short_ops_fallback(obs, guard_of, late);
   }
   return out;
 }

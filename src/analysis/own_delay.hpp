@@ -16,6 +16,7 @@ namespace culprit {
 
 struct OwnDelay {
   std::vector<double> late_ns;       // per process: its own delay over the window (0: none found)
+  std::vector<double> margin;        // per process, where late: how far it cleared its test's guards
   std::vector<bool> work_measured;   // per process: its kernel gaps are known
   bool have_gaps = false;            // some GPU's gaps were compared with peers
   std::vector<std::string> diagnostics;  // one line per GPU the gap test judged

@@ -17,11 +17,12 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<
     const EdgeSummary& e = obs.edges[i];
     if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
     if (f.view.has_send)
-      sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps)});
+      sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps),
+                       f.margin[kSendGpuWait]});
     if (f.view.has_recv) arrivals.push_back({f.dst, e.key.comm_hash, f.late_data_ns});
   }
-  for (const auto& [p, own_ns] : unexplained_send_gpu_wait(sends, arrivals))
-    if (!own_delay.work_measured[p]) evidence[p].offer(own_ns, CulpritClass::kGpuProducer);
+  for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))
+    if (!own_delay.work_measured[p]) evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, own.margin);
   const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
@@ -31,7 +32,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {
   for (uint32_t p = 0; p < own_delay.late_ns.size(); ++p) {
     if (own_delay.late_ns[p] <= 0) continue;
-    evidence[p].offer(own_delay.late_ns[p], CulpritClass::kGpuProducer);
+    evidence[p].offer(own_delay.late_ns[p], CulpritClass::kGpuProducer, std::nullopt, own_delay.margin[p]);
     // A GPU whose own work is measurably slow also consumes and frees buffers slowly: that
     // is one straggler, not a consumer fault.
     if (evidence[p].culprit_class == CulpritClass::kGpuConsumer) evidence[p].culprit_class = CulpritClass::kGpuProducer;
@@ -42,7 +43,7 @@ void offer_slow_wires(const Observations& obs, const std::vector<EdgeFacts>& fac
   for (size_t i = 0; i < facts.size(); ++i)
     if (facts[i].slow_link)
       evidence[facts[i].src].offer(facts[i].link_excess_ns * static_cast<double>(obs.edges[i].send_steps),
-                                   CulpritClass::kNetworkLink, facts[i].dst);
+                                   CulpritClass::kNetworkLink, facts[i].dst, facts[i].link_margin);
 }
 
 void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,
@@ -51,7 +52,7 @@ void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts
   for (const EdgeFacts& f : facts)
     if (f.view.has_send) sends.push_back({f.src, f.dst, f.view.step_ns[kSendWait]});
   for (const SlowQueuePair& q : slow_queue_pairs(obs.qps, sends, evidence.size(), cfg))
-    evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer);
+    evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer, q.margin);
 }
 
 }  // namespace culprit

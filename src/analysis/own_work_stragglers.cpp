@@ -127,6 +127,14 @@ std::pair<double, double> between_gpu_variance(const std::vector<Departure>& dep
 
 }  // namespace
 
+double straggler_margin(const OwnWorkStraggler& s, double excess_per_gap_ns, double period_ns,
+                        const StragglerConfig& config) {
+  double margin = s.t / s.critical_t;
+  if (config.min_excess_ns > 0) margin = std::min(margin, excess_per_gap_ns / config.min_excess_ns);
+  if (config.min_share * period_ns > 0) margin = std::min(margin, excess_per_gap_ns / (config.min_share * period_ns));
+  return margin;
+}
+
 std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
                                                   const StragglerConfig& config,
                                                   std::vector<OwnWorkStraggler>* judged) {
@@ -154,6 +162,7 @@ std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservati
       s.critical_t = critical_t(df, tail);
       s.t = var > 0 ? d.log_excess / std::sqrt(var) : std::numeric_limits<double>::infinity();
     }
+    s.margin = straggler_margin(s, excess_per_gap, r.mean_period_ns, config);
     if (judged) judged->push_back(s);
     if (s.t > s.critical_t) out.push_back(s);
   }

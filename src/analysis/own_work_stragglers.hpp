@@ -56,7 +56,15 @@ struct OwnWorkStraggler {
   double excess_ns = 0;   // its own time beyond its peers' typical, summed over its gaps
   double t = 0;           // departure in units of its uncertainty
   double critical_t = 0;  // what it had to clear
+  // How many times the tightest of its guards it clears: t against its critical value, its
+  // excess per gap against min_excess_ns and min_share of its period (the score, blame.hpp).
+  double margin = 0;
 };
+
+// The margin of a judged straggler: `t` over `critical_t`, bounded by its excess per gap over
+// the floors of `config` (period_ns: the mean period of its gaps).
+double straggler_margin(const OwnWorkStraggler& s, double excess_per_gap_ns, double period_ns,
+                        const StragglerConfig& config);
 
 // Ranks that are stragglers; a process may appear once per communicator rank it holds.
 // `judged`, when given, receives every rank slower than its role that matters (significant

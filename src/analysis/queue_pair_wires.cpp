@@ -1,5 +1,8 @@
 #include "analysis/queue_pair_wires.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace culprit {
 namespace {
 
@@ -34,7 +37,12 @@ std::vector<SlowQueuePair> slow_queue_pairs(std::span<const QpObservation> qps,
     if (bytes_per_second(q) * cfg.qp_slow_ratio > base.median) continue;  // not slow enough
     double excess_ns = static_cast<double>(q.sum_ns) - static_cast<double>(q.bytes) * 1e9 / base.median;
     if (excess_ns <= cfg.abs_floor_ns * static_cast<double>(q.count)) continue;
-    slow.push_back({q.process, excess_ns, slowest_outbound_peer(q.process, sends)});
+    // Time per byte against the job's: (ratio - 1) of it above is what the ratio guard asks.
+    const double ratio_margin = (base.median / bytes_per_second(q) - 1) / (cfg.qp_slow_ratio - 1);
+    const double floor_ns = cfg.abs_floor_ns * static_cast<double>(q.count);
+    const double floor_margin = floor_ns > 0 ? excess_ns / floor_ns : std::numeric_limits<double>::infinity();
+    slow.push_back(
+        {q.process, excess_ns, slowest_outbound_peer(q.process, sends), std::min(ratio_margin, floor_margin)});
   }
   return slow;
 }

@@ -27,6 +27,7 @@ struct SlowQueuePair {
   uint32_t process = 0;
   double excess_ns = 0;
   std::optional<uint32_t> peer;  // process at the far end of its slowest outbound connection, if any
+  double margin = 0;             // how many times the tighter of its guards (ratio, floor) it clears
 };
 
 // Needs at least three timed queue pairs for a baseline; processes >= n_processes are skipped.

@@ -13,6 +13,7 @@ struct Connection {
   uint64_t comm;
   double send_steps, recv_steps;
   double flush, consume;  // the receiver's own excess over the window (0: none)
+  double credit_margin, flush_margin, consume_margin;  // how far each cleared its guards
 };
 
 // A receiver's own time over the window. The channels of one communicator run side by side,
@@ -22,20 +23,23 @@ struct Connection {
 // the one communicator they share, and adds up to less.
 class ReceiverTimes {
  public:
-  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls) {
+  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin) {
     double& longest = by_comm_[{process, cls}][comm];
     longest = std::max(longest, ns);
+    double& strongest = margin_[{process, cls}];
+    strongest = std::max(strongest, margin);
   }
   void commit(std::vector<Evidence>& evidence) const {
     for (const auto& [who, per_comm] : by_comm_) {
       double total = 0;
       for (const auto& [comm, ns] : per_comm) total += ns;
-      evidence[who.first].offer(total, who.second);
+      evidence[who.first].offer(total, who.second, std::nullopt, margin_.at(who));
     }
   }
 
  private:
   std::map<std::pair<uint32_t, CulpritClass>, std::map<uint64_t, double>> by_comm_;
+  std::map<std::pair<uint32_t, CulpritClass>, double> margin_;  // the strongest margin of each
 };
 
 // Per host: its GPUs whose own kernels run late, in process order.
@@ -60,11 +64,12 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     for (uint32_t x : late_on_host)
       if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
   } else if (c.flush > c.consume) {
-    times.offer(f.dst, c.comm, weight + c.flush, CulpritClass::kFlush);
+    times.offer(f.dst, c.comm, weight + c.flush, CulpritClass::kFlush, std::max(c.credit_margin, c.flush_margin));
   } else if (c.consume > 0) {
-    times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer);
+    times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer,
+                std::max(c.credit_margin, c.consume_margin));
   } else {
-    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer);
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin);
   }
 }
 
@@ -79,7 +84,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     const EdgeFacts& f = in.facts[i];
     const EdgeSummary& e = in.observations.edges[i];
     Connection c{i, f, e.key.comm_hash, static_cast<double>(e.send_steps), static_cast<double>(e.recv_steps),
-                 0, 0};
+                 0, 0, f.margin[kSendPeerWait], f.margin[kRecvFlushWait], f.margin[kRecvGpuWait]};
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bool own_work_measured = in.own_delay.work_measured[f.dst];
@@ -87,8 +92,8 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
       auto late = late_by_host.find(in.context.host_of(f.dst));
       explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
     } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg)) {
-      if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush);
-      if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer);
+      if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
+      if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     }
   }
   times.commit(evidence);

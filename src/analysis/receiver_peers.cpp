@@ -1,6 +1,7 @@
 #include "analysis/receiver_peers.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace culprit {
 namespace {
@@ -60,20 +61,30 @@ double ReceiverPeers::sibling_wait(const EdgeView& view) const {
   return wait;
 }
 
-bool ReceiverPeers::consumes_in_every_step(const EdgeView& view, const Group& group, double cycle_ns) const {
-  if (!view.consume_min_ns || group.shortest.n < 2) return true;  // nothing to tell it by
+double ReceiverPeers::every_step_margin(const EdgeView& view, const Group& group, double cycle_ns) const {
+  if (!view.consume_min_ns || group.shortest.n < 2) return std::numeric_limits<double>::infinity();  // unknown
   double excess = *view.consume_min_ns - low_reference(group.shortest);
-  return excess > std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns);
+  return beyond_guard(excess, std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns)).margin;
 }
 
-double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
+Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
   const bool combines = combining(view.edge->key);
   auto kind = groups_.find(kind_of(view.edge->key));
-  if (kind == groups_.end()) return 0;
+  if (kind == groups_.end()) return {};
   auto group = kind->second.find(phase);
-  if (group == kind->second.end()) return 0;
+  if (group == kind->second.end()) return {};
   const Group& g = group->second;
-  if (phase == kRecvGpuWait && !consumes_in_every_step(view, g, cycle_ns)) return 0;
+  // Slow consumption must be so in every step: a second guard, and the margin is the tighter.
+  const double every_step = phase == kRecvGpuWait ? every_step_margin(view, g, cycle_ns)
+                                                  : std::numeric_limits<double>::infinity();
+  if (every_step == 0) return {};
+  Excess excess = excess_over_peers(view, g, phase, combines, cycle_ns);
+  excess.margin = std::min(excess.margin, every_step);
+  return excess;
+}
+
+Excess ReceiverPeers::excess_over_peers(const EdgeView& view, const Group& g, int phase, bool combines,
+                                        double cycle_ns) const {
   double value = view.step_ns[phase];
   if (phase != kRecvFlushWait && combines) value = std::max(0.0, value - sibling_wait(view));
   double scale = cycle_ns;
@@ -83,8 +94,7 @@ double ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   for (const auto& [other_value, receiver] : g.members)
     if (receiver != std::make_pair(view.edge->key.comm_hash, view.edge->key.dst_rank))
       others = std::max(others, other_value);
-  double excess = value - others;
-  return excess > std::max(config_.rel_floor * scale, config_.abs_floor_ns) ? excess : 0.0;
+  return beyond_guard(value - others, std::max(config_.rel_floor * scale, config_.abs_floor_ns));
 }
 
 }  // namespace culprit

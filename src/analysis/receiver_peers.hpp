@@ -44,8 +44,9 @@ class ReceiverPeers {
                 const std::map<uint64_t, int32_t>& p2p_sizes = {});
 
   // Significant excess per step of `phase` (kSendPeerWait, kRecvFlushWait or kRecvGpuWait)
-  // of connection `view` above its peers (0: none); cycle_ns is its communicator's step scale.
-  double anomaly(const EdgeView& view, int phase, double cycle_ns) const;
+  // of connection `view` above its peers (0: none), with its margin over the tightest of its
+  // guards; cycle_ns is its communicator's step scale.
+  Excess anomaly(const EdgeView& view, int phase, double cycle_ns) const;
 
   // Whether the receiver of `key` combines several network inputs on that channel.
   bool combining(const EdgeKey& key) const;
@@ -60,7 +61,10 @@ class ReceiverPeers {
     Robust shortest;  // the members' shortest steps, where known (kRecvGpuWait only)
   };
   Kind kind_of(const EdgeKey& key) const;
-  bool consumes_in_every_step(const EdgeView& view, const Group& group, double cycle_ns) const;
+  // How far a receiver's shortest consumption step stands above its kind's typical shortest
+  // (0: not in every step; infinite where steps are not timed).
+  double every_step_margin(const EdgeView& view, const Group& group, double cycle_ns) const;
+  Excess excess_over_peers(const EdgeView& view, const Group& group, int phase, bool combines, double cycle_ns) const;
   double sibling_wait(const EdgeView& view) const;
 
   const AttributionConfig& config_;

@@ -1,10 +1,12 @@
 // Self evidence: the delay a process caused by itself, as the evidence passes offer it.
-// The strongest offer wins and sets the class. A process that stopped (a hang) is what
-// everyone waits for whatever else it shows: stop() replaces its evidence, and it outranks
-// any timed evidence.
+// The strongest offer wins and sets the class and the margin (how many times the tightest
+// guard of the test that found it the delay clears: 1 is just at the guard; the score,
+// blame.hpp). A process that stopped (a hang) is what everyone waits for whatever else it
+// shows: stop() replaces its evidence, and it outranks any timed evidence.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 
 #include "analysis/verdict_kinds.hpp"
@@ -16,17 +18,20 @@ struct Evidence {
   CulpritClass culprit_class = CulpritClass::kNone;
   std::optional<uint32_t> peer;  // the far end, for network_link
   bool stopped = false;
+  double margin = 0;  // 0: not known; infinite for a stopped process
 
-  void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt) {
+  void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt, double guard_margin = 0) {
     if (stopped || value <= ns) return;
     ns = value;
     culprit_class = cls;
     peer = other;
+    margin = guard_margin;
   }
   void stop() {
     *this = {};
     stopped = true;
     culprit_class = CulpritClass::kHang;
+    margin = std::numeric_limits<double>::infinity();
   }
   bool any() const { return stopped || ns > 0; }
   // Stopped first, then the longer delay.

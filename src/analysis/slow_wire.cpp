@@ -1,20 +1,31 @@
 #include "analysis/slow_wire.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace culprit {
 namespace {
+
+// How many times the excess a ratio guard asks for (ratio - 1 of the reference) a value's is.
+double ratio_margin(double value, double reference, double ratio) {
+  const double asked = (ratio - 1) * reference;
+  return asked > 0 ? (value - reference) / asked : std::numeric_limits<double>::infinity();
+}
 
 // A value well above its baseline: beyond the guard (abs_floor_ns, and mad_k robust
 // deviations where there are enough connections to measure them) and by link_ratio x the low
 // reference, or, where the deviations are measured, by rel_floor of it (a quarter of a
 // transfer: their spread then says what noise does, the ratio is only needed without it).
-bool well_above(double value, const Robust& base, const AttributionConfig& cfg) {
+// Returns how many times the tighter of the two guards (the deviations, the ratio) the excess
+// is, 0 where it is not above both.
+double margin_above(double value, const Robust& base, const AttributionConfig& cfg) {
   const bool measured = base.n >= kMinRobustSample;
-  double excess = value - low_reference(base);
-  double guard = std::max(cfg.abs_floor_ns, measured ? cfg.mad_k * base.sigma : 0.0);
-  double ratio = measured ? 1 + cfg.rel_floor : cfg.link_ratio;
-  return value > ratio * low_reference(base) && excess > guard;
+  const double reference = low_reference(base);
+  const double excess = value - reference;
+  const double guard = std::max(cfg.abs_floor_ns, measured ? cfg.mad_k * base.sigma : 0.0);
+  const double ratio = measured ? 1 + cfg.rel_floor : cfg.link_ratio;
+  if (!(value > ratio * reference)) return 0;
+  return std::min(beyond_guard(excess, guard).margin, ratio_margin(value, reference, ratio));
 }
 
 }  // namespace
@@ -23,14 +34,20 @@ WireJudgement judge_wire(const EdgeView& v, const CommBaseline& base, const Attr
   WireJudgement j;
   j.excess_per_step_ns = v.step_ns[kSendWait] - low_reference(base.phase[kSendWait]);
   if (v.wire_ns > 0 && base.wire.n >= 2 && v.send_wait_min_ns > 0) {
-    j.slow = well_above(v.wire_ns, base.wire, cfg) && well_above(v.send_wait_min_ns, base.send_wait_min, cfg);
+    j.margin = std::min(margin_above(v.wire_ns, base.wire, cfg),
+                        margin_above(v.send_wait_min_ns, base.send_wait_min, cfg));
+    j.slow = j.margin > 0;
     j.excess_per_step_ns = std::max(j.excess_per_step_ns, v.wire_ns - low_reference(base.wire));
     return j;
   }
   const Robust& send_wait = base.phase[kSendWait];
   double per_send = v.step_ns[kSendWait] / cfg.nccl_steps;
   double guard = std::max(cfg.abs_floor_ns, send_wait.n < kMinRobustSample ? 0.0 : cfg.mad_k * send_wait.sigma);
-  j.slow = v.has_send && per_send > cfg.link_ratio * low_reference(send_wait) && j.excess_per_step_ns > guard;
+  const double reference = low_reference(send_wait);
+  j.slow = v.has_send && per_send > cfg.link_ratio * reference && j.excess_per_step_ns > guard;
+  if (j.slow)
+    j.margin = std::min(beyond_guard(j.excess_per_step_ns, guard).margin,
+                        ratio_margin(per_send, reference, cfg.link_ratio));
   return j;
 }
 

@@ -26,6 +26,7 @@ struct WireJudgement {
   // Per step: SendWait (or, where known, wire time) above the communicator's low reference.
   // It may be negative; it is the wire's excess only where `slow`.
   double excess_per_step_ns = 0;
+  double margin = 0;  // where slow: how many times the tightest of its guards it clears
 };
 
 WireJudgement judge_wire(const EdgeView& view, const CommBaseline& base, const AttributionConfig& config);

@@ -159,6 +159,7 @@ std::vector<OwnWorkStraggler> slow_stages(const std::vector<StageWork>& stages, 
     v.excess_ns = d.excess_ns;
     v.t = spread.variance > 0 ? d.scaled / std::sqrt(spread.variance) : std::numeric_limits<double>::infinity();
     v.critical_t = critical_t(spread.df, tail);
+    v.margin = straggler_margin(v, d.excess_ns / s.gaps, s.period_ns / s.gaps, config);
     if (judged) judged->push_back(v);
     if (v.t > v.critical_t) out.push_back(v);
   }

@@ -23,15 +23,19 @@
 #include <map>
 #include <span>
 
+#include "analysis/edge_stats.hpp"
+
 namespace culprit {
 
 // A connection's send half: its sender's SendGpuWait beyond the communicator's baseline
-// (significant excess per step, 0 if none) over `steps` steps.
+// (significant excess per step, 0 if none) over `steps` steps, and how many times its guard
+// that excess is.
 struct SendGpuWaitFact {
   uint32_t sender = 0;
   uint64_t comm_hash = 0;
   double excess_per_step_ns = 0;
   double steps = 0;
+  double margin = 0;
 };
 
 // A connection's receive half: how late its data arrived (RecvWait above the communicator's
@@ -44,8 +48,9 @@ struct InputArrivalFact {
 
 // Per process: the SendGpuWait time its inputs' arrival does not explain (ns, summed over
 // its sends), for the processes that have both sends with excess and recorded inputs on the
-// same communicator. Absent: nothing unexplained, or nothing to judge it by.
-std::map<uint32_t, double> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
+// same communicator. Absent: nothing unexplained, or nothing to judge it by. Its margin is
+// the strongest of its sends': the unexplained part per step over the guard its excess cleared.
+std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
                                                      std::span<const InputArrivalFact> inputs);
 
 }  // namespace culprit

@@ -61,6 +61,7 @@ struct CulpritRow {
   double job_share = 0.0;           // its cost / all processes' time inside NCCL (NaN: not measurable)
   uint32_t victims = 0;
   double score = 0.0;
+  double margin = 0.0;  // how many times its test's tightest guard the evidence clears (inf: hang); JSON only
 };
 
 struct ChainRow {

@@ -78,6 +78,7 @@ json to_json(const CulpritRow& c) {
               {"blame_share", c.blame_share},
               {"job_share", c.job_share},
               {"victims", c.victims},
+              {"margin", c.margin},
               {"score", c.score}};
 }
 

@@ -337,7 +337,7 @@ def run_one(sc, args, env, workdir):
     t = ra.Truth(truth)
     cs = ra.culprits_of(result)
     for c, raw in zip(cs, result["culprits"]):
-        c["score"] = raw.get("score")
+        c["score"], c["margin"], c["job_share"] = raw.get("score"), raw.get("margin"), raw.get("job_share")
         c["blame_share"], c["victims"] = raw.get("blame_share"), raw.get("victims")
         c["true"] = any(t.matches(r, c["proc"], c["peer"], c["class"]) for r in truth["roots"])
     row["culprits"] = cs
@@ -485,20 +485,21 @@ def false_roots_table(rows, lines):
             name, len(sel), len(bad), n, "" if not any("error" in r for r in sel) else " (errors count as runs with one)"))
 
 
-SCORE_BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.5), (0.5, 0.6), (0.6, 0.8), (0.8, 1.01)]
+SCORE_BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.5), (0.5, 0.6), (0.6, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.01)]
 
 
 def reliability_table(rows, lines):
     """What a culprit's score is worth: per score bin, how many culprit rows (every run, every
     place in the list) name a true root (process and class); and the highest score of any
     culprit in healthy runs, per noise level."""
-    lines.append("SCORE RELIABILITY: culprit rows per score bin, and the share that name a true root")
+    lines.append("SCORE RELIABILITY: culprit rows per score bin, their mean score, and the share that name a true root")
     every = [c for r in rows if r.get("ours") for c in r["culprits"] if c.get("score") is not None]
     for lo, hi in SCORE_BINS:
         sel = [c for c in every if lo <= c["score"] < hi]
         ok = sum(1 for c in sel if c["true"])
-        lines.append("  score %.1f-%.1f  %4d rows, %4d true  %s" % (
-            lo, min(hi, 1.0), len(sel), ok, "%5.1f%%" % (100.0 * ok / len(sel)) if sel else "    -"))
+        mean = "mean %.3f," % (sum(c["score"] for c in sel) / len(sel)) if sel else " " * 11
+        lines.append("  score %.2f-%.2f  %4d rows, %s %4d true  %s" % (
+            lo, min(hi, 1.0), len(sel), mean, ok, "%5.1f%%" % (100.0 * ok / len(sel)) if sel else "    -"))
     lines.append("  highest score in healthy runs, per noise level (jitter bin):")
     for lo, hi, name in JITTER_BINS:
         sel = [r for r in rows if r.get("ours") and not r["truth"]["roots"] and lo <= r["params"]["jitter"] < hi]

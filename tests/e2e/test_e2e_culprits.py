@@ -336,6 +336,13 @@ class ScenarioBase:
             self.assertEqual(j["peer_process_id"], int(h["peer_process_id"]))
             self.assertEqual(j["blame_ns"], int(h["blame_ns"]))
             self.assertAlmostEqual(j["blame_share"], float(h["blame_share"]), places=9)
+            self.assertAlmostEqual(j["score"], float(h["score"]), places=9)
+            # The margin over its test's guard: positive for a finding (kernel clocks here: a
+            # gap test's, at least 1), null (infinite) for a hang.
+            if j["culprit_class"] == "hang":
+                self.assertIsNone(j["margin"])
+            else:
+                self.assertGreater(j["margin"], 0.0, "culprit %d" % j["process_id"])
         if "status" in doc:
             self.assertEqual(doc["status"], s(self.h5.attrs["status"]))
 

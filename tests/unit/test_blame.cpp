@@ -1,4 +1,4 @@
-// blame_roots and score_of: victims' waits summed on their root, chains, job_share per class, hangs listed first.
+// blame_roots: victims' waits summed on their root, chains, job_share per class, hangs listed first, scores.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "analysis/blame.hpp"
+#include "analysis/score.hpp"
 
 namespace culprit {
 namespace {
@@ -38,9 +39,9 @@ GraphVerdict all_on_one() {
 }
 
 Blame blame_of(const Observations& obs, const std::vector<Evidence>& ev, const GraphVerdict& g,
-               const std::vector<uint32_t>& roots, double step_scale = 1000) {
+               const std::vector<uint32_t>& roots) {
   ProcessContext ctx(obs);
-  return blame_roots({obs, ctx, ev, g, roots, step_scale});
+  return blame_roots({obs, ctx, ev, g, roots});
 }
 
 TEST(Blame, ARootCarriesItsVictimsWaitsAndItsOwnExcessWithTheirChains) {
@@ -60,8 +61,8 @@ TEST(Blame, ARootCarriesItsVictimsWaitsAndItsOwnExcessWithTheirChains) {
   EXPECT_DOUBLE_EQ(c.blame_share, 1.0);
   // Victims' time inside NCCL beyond the root's own: 20 + 15 + 0 us of 70 us.
   EXPECT_DOUBLE_EQ(c.job_share, 0.5);
-  // Evidence one step scale (x = 1): 0.25; every other process waits on it: 0.5.
-  EXPECT_DOUBLE_EQ(c.score, 0.75);
+  // Evidence of unknown margin: scored as at its guard.
+  EXPECT_DOUBLE_EQ(c.score, calibrated_score(ev[1]));
 
   ASSERT_EQ(b.processes.size(), 4u);
   EXPECT_EQ(b.processes[1].role, "culprit");
@@ -130,24 +131,15 @@ TEST(Blame, HangsComeFirstThenMostBlameThenLowestProcess) {
   EXPECT_TRUE(b.chains.empty());
 }
 
-TEST(Blame, ScoreIsHalfEvidenceOverItsScaleAndHalfCoverage) {
-  Evidence one_step;
-  one_step.offer(1000, CulpritClass::kGpuProducer);
-  EXPECT_DOUBLE_EQ(score_of(one_step, 0, 4, 1000), 0.25);
-  EXPECT_DOUBLE_EQ(score_of(one_step, 3, 4, 1000), 0.75);
-  Evidence three_steps;
-  three_steps.offer(3000, CulpritClass::kGpuProducer);
-  EXPECT_DOUBLE_EQ(score_of(three_steps, 0, 4, 1000), 0.375);
-  EXPECT_DOUBLE_EQ(score_of(three_steps, 0, 1, 1000), 0.375);  // alone: no coverage
-  // The scale is at least 1 ns.
-  Evidence tiny;
-  tiny.offer(1, CulpritClass::kFlush);
-  EXPECT_DOUBLE_EQ(score_of(tiny, 0, 4, 1e-6), 0.25);
-  Evidence hang;
-  hang.stop();
-  EXPECT_NEAR(score_of(hang, 3, 4, 1000), 1.0, 1e-6);
-  EXPECT_NEAR(score_of(hang, 0, 4, 1000), 0.5, 1e-6);
-  EXPECT_DOUBLE_EQ(score_of(Evidence{}, 0, 4, 1000), 0.0);
+TEST(Blame, ACulpritRowAndItsProcessRowCarryTheCalibratedScoreOfItsEvidence) {
+  Observations obs = job({30000, 10000, 25000, 5000});
+  std::vector<Evidence> ev(4);
+  ev[1].offer(1000, CulpritClass::kGpuProducer, std::nullopt, 1.3);
+  Blame b = blame_of(obs, ev, all_on_one(), {1});
+  ASSERT_EQ(b.culprits.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.culprits[0].score, calibrated_score(ev[1]));
+  EXPECT_DOUBLE_EQ(b.culprits[0].margin, 1.3);
+  EXPECT_DOUBLE_EQ(b.processes[1].score, b.culprits[0].score);
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ struct Facts {
   EdgeFacts& add(uint32_t src, uint32_t dst) { return test::add_connection(obs, facts, kComm, src, dst, 0, kSteps); }
 };
 
-OwnDelay none_measured(size_t n) { return {std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}}; }
+OwnDelay none_measured(size_t n) {
+  return {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}};
+}
 
 TEST(OwnTimeEvidence, ASlowWireIsNetworkLinkEvidenceAtItsSenderTowardsItsReceiver) {
   Facts f;

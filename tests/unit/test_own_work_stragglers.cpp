@@ -85,8 +85,20 @@ TEST(OwnWorkStragglers, PersistentTenPercentStragglerIsNamed) {
   auto found = own_work_stragglers(job.build());
   ASSERT_EQ(found.size(), 1u);
   EXPECT_GT(found[0].t, found[0].critical_t);
+  // Its margin: t over its critical value (0.2 ms per gap is far above both floors).
+  EXPECT_DOUBLE_EQ(found[0].margin, found[0].t / found[0].critical_t);
   // Its extra own time: about 0.2 ms per gap, over 40 gaps.
   EXPECT_NEAR(found[0].excess_ns, 0.1 * 2e6 * 40, 0.35 * 0.1 * 2e6 * 40);
+}
+
+TEST(OwnWorkStragglers, TheMarginIsTheTightestOfTheTestAndItsFloors) {
+  OwnWorkStraggler s;
+  s.t = 9;
+  s.critical_t = 4.5;  // 2x its critical value
+  const StragglerConfig config;  // floors: 20 us per gap and 1 % of the period
+  EXPECT_DOUBLE_EQ(straggler_margin(s, 1e6, 1e6, config), 2.0);
+  EXPECT_DOUBLE_EQ(straggler_margin(s, 30e3, 1e6, config), 1.5);   // 30 us of the 20 us floor
+  EXPECT_DOUBLE_EQ(straggler_margin(s, 30e3, 2.5e6, config), 1.2);  // 30 us of 1 % of 2.5 ms
 }
 
 TEST(OwnWorkStragglers, OneSpikeIsNotAStraggler) {

@@ -19,6 +19,8 @@ TEST(QueuePairWires, AQueuePairAtAQuarterOfTheJobsSpeedIsASlowWire) {
   EXPECT_EQ(slow[0].process, 3u);
   EXPECT_EQ(slow[0].peer, 2);  // its slowest outbound connection
   EXPECT_DOUBLE_EQ(slow[0].excess_ns, 100 * 1000 * 4.0 - 100 * 1000.0);  // 3 us per request over the 2 us floor
+  // Margin: 3 us per request is 1.5x the floor, and 4x slower is 3x the 2x ratio's excess.
+  EXPECT_DOUBLE_EQ(slow[0].margin, 1.5);
 }
 
 TEST(QueuePairWires, ModeratelySlowerOrFewQueuePairsNameNobody) {

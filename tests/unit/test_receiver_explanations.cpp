@@ -18,7 +18,7 @@ constexpr uint32_t kSteps = 10;
 struct Job {
   Observations obs;
   std::vector<EdgeFacts> facts;
-  OwnDelay own{std::vector<double>(6, 0.0), std::vector<bool>(6, false), false, {}};
+  OwnDelay own{std::vector<double>(6, 0.0), std::vector<double>(6, 0.0), std::vector<bool>(6, false), false, {}};
   std::vector<Evidence> evidence = std::vector<Evidence>(6);
   std::vector<WaitEdge> holds;
 

@@ -50,8 +50,8 @@ TEST(ReceiverPeers, AReceiverWithholdingCreditStandsOutAmongItsPeers) {
   AttributionConfig cfg;
   ReceiverPeers peers(views, cfg);
   // Median 1 us, no spread: the excess is 30 us, above the whole step (credit_rel_floor 1).
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs), 30000);
-  for (size_t i : {0u, 1u, 3u, 4u, 5u}) EXPECT_DOUBLE_EQ(peers.anomaly(views[i], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs).ns, 30000);
+  for (size_t i : {0u, 1u, 3u, 4u, 5u}) EXPECT_DOUBLE_EQ(peers.anomaly(views[i], kSendPeerWait, kCycleNs).ns, 0);
   EXPECT_FALSE(peers.combining(edges[2].key));
 }
 
@@ -64,14 +64,14 @@ TEST(ReceiverPeers, HeldBuffersCountAboveAWholeStepButAFlushAboveAQuarter) {
   std::vector<EdgeView> views = views_of(edges);
   AttributionConfig cfg;
   ReceiverPeers peers(views, cfg);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kSendPeerWait, kCycleNs), 0);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvGpuWait, kCycleNs), 0);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvFlushWait, kCycleNs), 8000);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kSendPeerWait, kCycleNs).ns, 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvGpuWait, kCycleNs).ns, 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[4], kRecvFlushWait, kCycleNs).ns, 8000);
   // With held buffers judged at a quarter step too, the same 8 us counts.
   AttributionConfig strict_cfg;
   strict_cfg.credit_rel_floor = strict_cfg.rel_floor;
   ReceiverPeers strict(views, strict_cfg);
-  EXPECT_DOUBLE_EQ(strict.anomaly(views[4], kRecvGpuWait, kCycleNs), 8000);
+  EXPECT_DOUBLE_EQ(strict.anomaly(views[4], kRecvGpuWait, kCycleNs).ns, 8000);
 }
 
 TEST(ReceiverPeers, ACombiningReceiversHoldIsExplainedByItsLaterSiblingInput) {
@@ -87,17 +87,17 @@ TEST(ReceiverPeers, ACombiningReceiversHoldIsExplainedByItsLaterSiblingInput) {
   EXPECT_FALSE(peers.combining(edges[2].key));
   EXPECT_FALSE(peers.combining(edges[4].key));  // the same pair on another channel: one input there
   // 50 - 45 us explained leaves 5 us: under the whole-step floor.
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kRecvGpuWait, kCycleNs), 0);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs).ns, 0);
 
   // The sibling on time: nothing explains the hold, and no other combining receiver is
   // there to compare with, so the whole 50 us stands out (small-sample rule: above 10 us).
   edges[1].phase_ns[kRecvWait] = 5 * 1000 * kSteps;
   views = views_of(edges);
   ReceiverPeers unexplained(views, cfg);
-  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kRecvGpuWait, kCycleNs), 50000);
-  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kSendPeerWait, kCycleNs), 50000);
-  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[1], kRecvGpuWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 50000);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[0], kSendPeerWait, kCycleNs).ns, 50000);
+  EXPECT_DOUBLE_EQ(unexplained.anomaly(views[1], kRecvGpuWait, kCycleNs).ns, 0);
 }
 
 TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
@@ -126,14 +126,14 @@ TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
   ReceiverPeers per_comm(views, cfg);
   for (size_t i = 0; i < edges.size(); ++i) {
     const bool slow = edges[i].key.comm_hash == 0x9000 && edges[i].key.dst_rank == 2;
-    EXPECT_EQ(pooled.anomaly(views[i], kRecvFlushWait, kCycleNs) > 0, slow) << i;
+    EXPECT_EQ(pooled.anomaly(views[i], kRecvFlushWait, kCycleNs).ns > 0, slow) << i;
     EXPECT_FALSE(pooled.combining(edges[i].key)) << i;
   }
   // Judged per communicator as a tree would be, the slow stage is half of its pipeline's
   // middle-stage inputs and hides in their median.
   const size_t slow_input = 4;  // pipeline 0: 0>1 and 1>0 on both channels, then 1>2
   ASSERT_EQ(edges[slow_input].key.dst_rank, 2);
-  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs).ns, 0);
   EXPECT_TRUE(per_comm.combining(edges[slow_input].key));
 }
 
@@ -146,17 +146,17 @@ TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
   ReceiverPeers peers(views, cfg);
   // A slow receiver is slow on all of its inputs alike: its other input is no reference,
   // the loudest other receiver (13 us) is. 18 us clears max(rel_floor x 4 x cycle, abs floor) = 10 us.
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs), 18000);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[1], kSendPeerWait, kCycleNs), 18000);
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[0], kSendPeerWait, kCycleNs).ns, 18000);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[1], kSendPeerWait, kCycleNs).ns, 18000);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[2], kSendPeerWait, kCycleNs).ns, 0);
   // 13 us against 31 us elsewhere: below, not above.
-  EXPECT_DOUBLE_EQ(peers.anomaly(views[3], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(peers.anomaly(views[3], kSendPeerWait, kCycleNs).ns, 0);
   // Rank 2 quiet again (1 us): rank 4's 12 us above the loudest other clears the 10 us floor.
   edges[0].phase_ns[kSendPeerWait] = edges[1].phase_ns[kSendPeerWait] = 1 * 1000 * kSteps;
   views = views_of(edges);
   ReceiverPeers quiet(views, cfg);
-  EXPECT_DOUBLE_EQ(quiet.anomaly(views[3], kSendPeerWait, kCycleNs), 12000);
-  EXPECT_DOUBLE_EQ(quiet.anomaly(views[0], kSendPeerWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(quiet.anomaly(views[3], kSendPeerWait, kCycleNs).ns, 12000);
+  EXPECT_DOUBLE_EQ(quiet.anomaly(views[0], kSendPeerWait, kCycleNs).ns, 0);
 }
 
 TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
@@ -174,21 +174,21 @@ TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
   // Its quickest step as quick as anyone's (1 us): it held some slots while waiting for
   // something else (an input over NVLink, an output slot), it is not slow to consume.
   std::vector<EdgeView> views = with_shortest(1.0);
-  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 0);
   // Every step 3 us slower than the peers' quickest: above a quarter step (2.5 us), slow.
   views = with_shortest(4.0);
-  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 29000);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 29000);
   // 2 us: under a quarter step, so not in every step.
   views = with_shortest(3.0);
-  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 0);
   // The rule judges consumption only: withheld credit and flush are the mean's alone.
   edges[2].phase_ns[kSendPeerWait] = 31 * 1000 * kSteps;
   views = with_shortest(1.0);
-  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kSendPeerWait, kCycleNs), 30000);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kSendPeerWait, kCycleNs).ns, 30000);
   // Without step times (probing's sums) the mean alone judges.
   for (EdgeSummary& e : edges) e.recv_gpu_wait_min_ops = 0;
   views = views_of(edges);
-  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs), 29000);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 29000);
 }
 
 }  // namespace

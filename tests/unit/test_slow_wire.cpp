@@ -53,9 +53,14 @@ TEST(SlowWire, ASlowWireLengthensBothBusyTimeAndShortestSend) {
   EXPECT_TRUE(j[1].slow);
   // The wire's own excess (100 - 40 us) is larger than SendWait's (80 - 50 us): it is reported.
   EXPECT_DOUBLE_EQ(j[1].excess_per_step_ns, 60000);
+  // Its margin is the tightest guard's: four wires measure no spread, so link_ratio (1.5x the
+  // quickest) asks for 20 us more busy time (it has 60: 3x) and 22.5 us more shortest send
+  // (it has 65: 2.89x); the 2 us floor is far below both.
+  EXPECT_NEAR(j[1].margin, 65.0 / 22.5, 1e-9);
   for (size_t i : {0u, 2u, 3u}) {
     EXPECT_FALSE(j[i].slow);
     EXPECT_DOUBLE_EQ(j[i].excess_per_step_ns, 0);
+    EXPECT_DOUBLE_EQ(j[i].margin, 0);
   }
 }
 

@@ -31,14 +31,16 @@ TEST(UnexplainedSendGpuWait, OnTimeInputLeavesTheGpusOwnTime) {
   InputArrivalFact on_time{2, 7, 0};
   auto own = unexplained_send_gpu_wait(std::span(&straggler, 1), std::span(&on_time, 1));
   ASSERT_EQ(own.size(), 1u);
-  EXPECT_DOUBLE_EQ(own.at(2), 5000.0 * 10);
+  EXPECT_DOUBLE_EQ(own.at(2).ns, 5000.0 * 10);
 }
 
 TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommunicator) {
-  SendGpuWaitFact s{3, 7, 5000, 2};
+  SendGpuWaitFact s{3, 7, 5000, 2, 2.5};  // its 5 us excess is 2.5x its guard (2 us)
   InputArrivalFact inputs[] = {{3, 7, 1000}, {3, 7, 4000}, {3, 99, 50000}};  // comm 99: another job
   auto own = unexplained_send_gpu_wait(std::span(&s, 1), std::span(inputs));
-  EXPECT_DOUBLE_EQ(own.at(3), 1000.0 * 2);
+  EXPECT_DOUBLE_EQ(own.at(3).ns, 1000.0 * 2);
+  // The unexplained 1 us per step against that 2 us guard: half of it.
+  EXPECT_DOUBLE_EQ(own.at(3).margin, 0.5);
 }
 
 TEST(UnexplainedSendGpuWait, AnUnseenInputJudgesNothing) {
