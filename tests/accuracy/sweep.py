@@ -488,18 +488,38 @@ def false_roots_table(rows, lines):
 SCORE_BINS = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.5), (0.5, 0.6), (0.6, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.01)]
 
 
+def overconfident_bins(rows):
+    """Score bins (SCORE_BINS) of at least 10 culprit rows whose share naming a true root is
+    below their mean score by more than 3 binomial standard errors: where the score promises
+    more than it keeps. (A bin that keeps more than it promises is safe, and on a seed with
+    fewer hard cases than the calibration's it is expected.)"""
+    every = [c for r in rows if r.get("ours") for c in r["culprits"] if c.get("score") is not None]
+    bad = []
+    for lo, hi in SCORE_BINS:
+        sel = [c for c in every if lo <= c["score"] < hi]
+        if len(sel) < 10:
+            continue
+        mean = sum(c["score"] for c in sel) / len(sel)
+        share = sum(1 for c in sel if c["true"]) / len(sel)
+        if share < mean - 3 * math.sqrt(mean * (1 - mean) / len(sel)):
+            bad.append((lo, hi))
+    return bad
+
+
 def reliability_table(rows, lines):
     """What a culprit's score is worth: per score bin, how many culprit rows (every run, every
     place in the list) name a true root (process and class); and the highest score of any
     culprit in healthy runs, per noise level."""
     lines.append("SCORE RELIABILITY: culprit rows per score bin, their mean score, and the share that name a true root")
     every = [c for r in rows if r.get("ours") for c in r["culprits"] if c.get("score") is not None]
+    overconfident = overconfident_bins(rows)
     for lo, hi in SCORE_BINS:
         sel = [c for c in every if lo <= c["score"] < hi]
         ok = sum(1 for c in sel if c["true"])
         mean = "mean %.3f," % (sum(c["score"] for c in sel) / len(sel)) if sel else " " * 11
         lines.append("  score %.2f-%.2f  %4d rows, %s %4d true  %s" % (
-            lo, min(hi, 1.0), len(sel), mean, ok, "%5.1f%%" % (100.0 * ok / len(sel)) if sel else "    -"))
+            lo, min(hi, 1.0), len(sel), mean, ok, "%5.1f%%" % (100.0 * ok / len(sel)) if sel else "    -")
+            + ("  (overconfident: more than 3 standard errors below its mean score)" if (lo, hi) in overconfident else ""))
     lines.append("  highest score in healthy runs, per noise level (jitter bin):")
     for lo, hi, name in JITTER_BINS:
         sel = [r for r in rows if r.get("ours") and not r["truth"]["roots"] and lo <= r["params"]["jitter"] < hi]
@@ -591,6 +611,9 @@ FLOORS = {
     "max_healthy_false_roots": (lambda a, rows: a["healthy"]["false_roots"], "false roots in healthy runs, at most"),
     "max_failed": (lambda a, rows: sum(1 for r in rows if "error" in r or r.get("h5_mismatch")),
                    "scenarios that failed or whose HDF5 and JSON disagree, at most"),
+    "max_overconfident_bins": (lambda a, rows: len(overconfident_bins(rows)),
+                               "score bins of 10+ rows whose share of true roots is more than 3 standard "
+                               "errors below their mean score, at most"),
 }
 
 
