@@ -22,12 +22,19 @@ const std::vector<size_t>& Lanes::exits(const Lane& lane) const {
   return it == outbound_.end() ? kNone : it->second;
 }
 
-bool Lanes::backpressured(const Lane& lane, const AttributionConfig& cfg) const {
+bool Lanes::backpressured(const Lane& lane, const AttributionConfig& cfg, std::optional<uint32_t> receiver) const {
   for (size_t i : exits(lane)) {
     const EdgeFacts& o = facts_[i];
+    if (o.no_credit || o.slow_link) return true;
     bool gpu_ahead = o.view.has_send && o.view.step_ns[kSendGpuWait] < cfg.rel_floor * o.view.send_cycle_ns;
-    if (o.no_credit || o.slow_link || gpu_ahead) return true;
+    if (gpu_ahead && !(receiver && beyond_waits_on(i, *receiver))) return true;
   }
+  return false;
+}
+
+bool Lanes::beyond_waits_on(size_t exit, uint32_t receiver) const {
+  for (size_t next : exits(entry_of(exit)))
+    if (facts_[next].dst == receiver && facts_[next].no_credit) return true;
   return false;
 }
 

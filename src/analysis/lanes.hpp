@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -28,10 +29,19 @@ class Lanes {
   Lane entry_of(size_t connection) const;
   // Indices of the network connections that leave a node on `lane`.
   const std::vector<size_t>& exits(const Lane& lane) const;
-  // Whether the exits of `lane` are held up from beyond the node (above).
-  bool backpressured(const Lane& lane, const AttributionConfig& config) const;
+  // Whether the exits of `lane` are held up from beyond the node (above). With `receiver`,
+  // the lane's receiver being judged: an exit whose GPU is ahead does not count where the
+  // node beyond it feeds `receiver` and waits for its credit. In a ring of two nodes the
+  // node beyond is the one that feeds it, so the standing queue on its own node's exit is
+  // its own withheld credit coming round, not a hold from elsewhere.
+  bool backpressured(const Lane& lane, const AttributionConfig& config,
+                     std::optional<uint32_t> receiver = std::nullopt) const;
 
  private:
+  // Whether the node that `exit` enters sends into `receiver` on the same lane and waits for
+  // its credit there.
+  bool beyond_waits_on(size_t exit, uint32_t receiver) const;
+
   const Observations& observations_;
   const std::vector<EdgeFacts>& facts_;
   const ProcessContext& context_;

@@ -57,7 +57,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   holds.push_back({f.src, f.dst, weight, "no_credit"});
   Lane lane = in.lanes.entry_of(c.index);
   bool late_elsewhere = std::any_of(late_on_host.begin(), late_on_host.end(), [&](uint32_t x) { return x != f.dst; });
-  if (!f.p2p && in.lanes.backpressured(lane, cfg)) {
+  if (!f.p2p && in.lanes.backpressured(lane, cfg, f.dst)) {
     for (size_t o : in.lanes.exits(lane))
       if (in.facts[o].dst != f.dst) holds.push_back({f.dst, in.facts[o].src, weight, "backpressure"});
   } else if (late_elsewhere && c.flush == 0 && c.consume == 0) {
@@ -91,7 +91,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
       explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
-    } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg)) {
+    } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg, f.dst)) {
       if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     }

@@ -75,6 +75,36 @@ TEST(Lanes, AnExitHeldByItsReceiverItsWireOrAGpuAheadOfTheWireIsBackpressure) {
   }
 }
 
+TEST(Lanes, InATwoNodeRingTheQueueOnTheReceiversOwnExitIsItsOwnWithheldCreditComingRound) {
+  // Process 2 (nodeB's entry) withholds credit from nodeA's exit 1 -> 2; nodeB's exit 3 -> 0
+  // has its data ready at once and queues on the wire. Beyond it, nodeA feeds 2 and waits for
+  // its credit: that queue is 2's own doing, not a hold from elsewhere.
+  AttributionConfig cfg;
+  const Lane lane_b{"nodeB", kComm, 0};
+  TwoNodes ring;
+  ring.add(1, 2, 0).no_credit = true;
+  ring.add(3, 0, 0, 0.1);  // GPU ahead of the wire
+  ProcessContext ctx(ring.obs);
+  Lanes lanes(ring.obs, ring.facts, ctx);
+  EXPECT_TRUE(lanes.backpressured(lane_b, cfg));          // judged for nobody in particular
+  EXPECT_FALSE(lanes.backpressured(lane_b, cfg, 2u));     // judged for 2: its own credit
+  EXPECT_TRUE(lanes.backpressured(lane_b, cfg, 3u));      // for another receiver: held beyond
+  // Where nodeA gives 2 its data on time (no withheld credit), the GPU ahead is a hold beyond.
+  TwoNodes healthy_beyond;
+  healthy_beyond.add(1, 2, 0);
+  healthy_beyond.add(3, 0, 0, 0.1);
+  ProcessContext ctx2(healthy_beyond.obs);
+  Lanes lanes2(healthy_beyond.obs, healthy_beyond.facts, ctx2);
+  EXPECT_TRUE(lanes2.backpressured(lane_b, cfg, 2u));
+  // A withheld credit or a slow wire on the exit itself is a hold whoever is judged.
+  TwoNodes held;
+  held.add(1, 2, 0).no_credit = true;
+  held.add(3, 0, 0).slow_link = true;
+  ProcessContext ctx3(held.obs);
+  Lanes lanes3(held.obs, held.facts, ctx3);
+  EXPECT_TRUE(lanes3.backpressured(lane_b, cfg, 2u));
+}
+
 TEST(Lanes, AnExitWithoutItsSendHalfShowsNoGpuAhead) {
   TwoNodes job;
   job.add(1, 2, 0);
