@@ -85,6 +85,11 @@ Excess beyond_guard(double excess, double guard) {
   return {excess, guard > 0 ? excess / guard : std::numeric_limits<double>::infinity()};
 }
 
+double ratio_margin(double value, double reference, double ratio) {
+  const double asked = (ratio - 1) * reference;
+  return asked > 0 ? (value - reference) / asked : std::numeric_limits<double>::infinity();
+}
+
 Excess significant_excess(double value, const Robust& base, double cycle_ns, const AttributionConfig& config) {
   // With fewer than kMinRobustSample connections a median and MAD describe the outlier as
   // much as the rest (two links: the median is halfway to the culprit). Then the quietest

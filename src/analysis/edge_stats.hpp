@@ -104,6 +104,10 @@ struct Excess {
 // `excess` against `guard`: itself and its margin where it is above the guard, else none.
 Excess beyond_guard(double excess, double guard);
 
+// How many times the excess a ratio guard asks for (ratio - 1 of the reference) `value`'s
+// excess over `reference` is (infinite where the reference asks for nothing).
+double ratio_margin(double value, double reference, double ratio);
+
 // Excess of `value` above (positive ns) or below (negative) the baseline, where it clears the
 // guards of `config`.
 Excess significant_excess(double value, const Robust& base, double cycle_ns, const AttributionConfig& config);

@@ -1,7 +1,6 @@
 #include "analysis/queue_pair_wires.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace culprit {
 namespace {
@@ -36,13 +35,12 @@ std::vector<SlowQueuePair> slow_queue_pairs(std::span<const QpObservation> qps,
     if (!q.bytes || !q.sum_ns || q.process >= n_processes) continue;
     if (bytes_per_second(q) * cfg.qp_slow_ratio > base.median) continue;  // not slow enough
     double excess_ns = static_cast<double>(q.sum_ns) - static_cast<double>(q.bytes) * 1e9 / base.median;
-    if (excess_ns <= cfg.abs_floor_ns * static_cast<double>(q.count)) continue;
-    // Time per byte against the job's: (ratio - 1) of it above is what the ratio guard asks.
-    const double ratio_margin = (base.median / bytes_per_second(q) - 1) / (cfg.qp_slow_ratio - 1);
-    const double floor_ns = cfg.abs_floor_ns * static_cast<double>(q.count);
-    const double floor_margin = floor_ns > 0 ? excess_ns / floor_ns : std::numeric_limits<double>::infinity();
-    slow.push_back(
-        {q.process, excess_ns, slowest_outbound_peer(q.process, sends), std::min(ratio_margin, floor_margin)});
+    const Excess beyond_floor = beyond_guard(excess_ns, cfg.abs_floor_ns * static_cast<double>(q.count));
+    if (beyond_floor.margin <= 0) continue;
+    // The ratio guard on time per byte, against the job's.
+    const double per_byte = 1 / bytes_per_second(q), job_per_byte = 1 / base.median;
+    const double margin = std::min(beyond_floor.margin, ratio_margin(per_byte, job_per_byte, cfg.qp_slow_ratio));
+    slow.push_back({q.process, excess_ns, slowest_outbound_peer(q.process, sends), margin});
   }
   return slow;
 }

@@ -24,22 +24,24 @@ struct Connection {
 class ReceiverTimes {
  public:
   void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin) {
-    double& longest = by_comm_[{process, cls}][comm];
-    longest = std::max(longest, ns);
-    double& strongest = margin_[{process, cls}];
-    strongest = std::max(strongest, margin);
+    Time& t = times_[{process, cls}];
+    t.longest_by_comm[comm] = std::max(t.longest_by_comm[comm], ns);
+    t.margin = std::max(t.margin, margin);
   }
   void commit(std::vector<Evidence>& evidence) const {
-    for (const auto& [who, per_comm] : by_comm_) {
+    for (const auto& [who, t] : times_) {
       double total = 0;
-      for (const auto& [comm, ns] : per_comm) total += ns;
-      evidence[who.first].offer(total, who.second, std::nullopt, margin_.at(who));
+      for (const auto& [comm, ns] : t.longest_by_comm) total += ns;
+      evidence[who.first].offer(total, who.second, std::nullopt, t.margin);
     }
   }
 
  private:
-  std::map<std::pair<uint32_t, CulpritClass>, std::map<uint64_t, double>> by_comm_;
-  std::map<std::pair<uint32_t, CulpritClass>, double> margin_;  // the strongest margin of each
+  struct Time {
+    std::map<uint64_t, double> longest_by_comm;
+    double margin = 0;  // the strongest of its parts
+  };
+  std::map<std::pair<uint32_t, CulpritClass>, Time> times_;
 };
 
 // Per host: its GPUs whose own kernels run late, in process order.

@@ -44,12 +44,11 @@ double clipped_variance_of(const std::vector<double>& departures, size_t* clippe
   // are left out. A tighter clip (3) feeds on itself: an estimate that starts low clips
   // healthy draws and ends lower, which made healthy GPUs of 3-4 sigma look significant.
   // kClippedMeanSquare = 1 - 2 c phi(c) / (2 Phi(c) - 1) at c = 4.
-  constexpr double kClip = kClipDeviations;
   const std::vector<double> none(departures.size(), 0.0);
   double variance = between_variance_of(departures, none);
   size_t left_out = 0;
   for (int iteration = 0; iteration < 5 && variance > 0; ++iteration) {
-    const double bound = kClip * kClip * variance;
+    const double bound = kClipDeviations * kClipDeviations * variance;
     double sum = 0;
     size_t kept = 0;
     for (double d : departures)

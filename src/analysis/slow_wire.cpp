@@ -1,16 +1,9 @@
 #include "analysis/slow_wire.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace culprit {
 namespace {
-
-// How many times the excess a ratio guard asks for (ratio - 1 of the reference) a value's is.
-double ratio_margin(double value, double reference, double ratio) {
-  const double asked = (ratio - 1) * reference;
-  return asked > 0 ? (value - reference) / asked : std::numeric_limits<double>::infinity();
-}
 
 // A value well above its baseline: beyond the guard (abs_floor_ns, and mad_k robust
 // deviations where there are enough connections to measure them) and by link_ratio x the low
