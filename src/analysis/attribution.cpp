@@ -2,7 +2,7 @@
 //   1. context          process_context.hpp
 //   2. connection facts connection_facts.hpp (receiver_peers, slow_wire, edge_stats)
 //   3. own time         own_delay.hpp, own_time_evidence.hpp; hangs: sequence_hang.hpp,
-//                       inflight_hang.hpp
+//                       inflight_hang.hpp, flight_recorder_hang.hpp
 //   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp
 //   5. wait-for graph   wait_graph.hpp: roots of the anomaly edges, victims along data_flow.hpp
 //   6. blame and score  blame.hpp
@@ -14,6 +14,7 @@
 #include "analysis/blame.hpp"
 #include "analysis/connection_facts.hpp"
 #include "analysis/data_flow.hpp"
+#include "analysis/flight_recorder_hang.hpp"
 #include "analysis/held_by_neighbours.hpp"
 #include "analysis/inflight_hang.hpp"
 #include "analysis/lanes.hpp"
@@ -29,11 +30,13 @@ namespace {
 // reached. A snapshot of operations still alive refines them: a member that never entered
 // the collective its peers are stuck in stopped; one alive inside any operation is blocked
 // there. Whatever else a stopped process shows, stopping is what everyone waits for.
+// Flight Recorder dumps name who stopped from PyTorch's own bookkeeping (flight_recorder_hang.hpp).
 void mark_hangs(const Observations& obs, const ProcessContext& context, const InflightVerdict& in_flight,
-                std::vector<Evidence>& evidence) {
+                const FlightRecorderVerdict& flight, std::vector<Evidence>& evidence) {
   std::set<uint32_t> hung = stopped_by_sequence(obs, context.rank_map());
   hung.insert(in_flight.stopped.begin(), in_flight.stopped.end());
   std::erase_if(hung, [&](uint32_t p) { return in_flight.in_flight.count(p) > 0; });
+  for (const auto& [p, reason] : flight.stopped) hung.insert(p);
   for (uint32_t p : hung) evidence[p].stop();
 }
 
@@ -104,6 +107,9 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   InflightVerdict in_flight =
       judge_inflight(obs, [&](uint64_t comm, int32_t rank) { return context.process_of(comm, rank); });
   out.notes.insert(out.notes.end(), in_flight.notes.begin(), in_flight.notes.end());
+  FlightRecorderVerdict flight = judge_flight_recorder(
+      obs, [&](int64_t rank, const std::string& label) { return context.process_of_global_rank(rank, label); });
+  out.notes.insert(out.notes.end(), flight.notes.begin(), flight.notes.end());
   out.ranks_without_data = context.placeholders();
 
   OwnDelay own_delay = measure_own_delay(obs, context.processes(), context.n_ranks(), facts.baselines, cfg);
@@ -116,7 +122,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   offer_unexplained_send_gpu_wait(obs, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);
-  mark_hangs(obs, context, in_flight, evidence);
+  mark_hangs(obs, context, in_flight, flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_slow_workers(own_delay, holds);
@@ -125,6 +131,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   std::vector<uint32_t> roots = roots_of(holds, evidence);
   std::vector<WaitEdge> flow = data_flow_edges(obs, facts.edges, context);
   flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());
+  flow.insert(flow.end(), flight.waits.begin(), flight.waits.end());
   GraphVerdict graph = attribute_to_roots(context.size(), flow, roots);
   graph.wait_ns = waited_per_process(obs, facts.edges, context.size());
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/flight_recorder_records.hpp"
 #include "core/records.hpp"
 
 namespace culprit {
@@ -85,6 +86,11 @@ struct Observations {
   std::vector<EdgeSummary> edges;  // sorted by key, halves merged
   std::vector<P2pCallCount> p2p_calls;  // one per (comm, rank, peer, direction)
   std::vector<InflightRecord> inflight;  // ops alive at a watchdog snapshot (process: index above)
+  // Flight Recorder dumps: how far each rank got in each process group (one per group and
+  // process), the groups' members (one per group and global rank) and the ring entries.
+  std::vector<FrGroupState> fr_groups;
+  std::vector<FrGroupMember> fr_members;
+  std::vector<FrOpRecord> fr_ops;
   int seq_window = 20;
 };
 

@@ -6,6 +6,8 @@
 namespace culprit {
 
 ProcessContext::ProcessContext(const Observations& obs) : processes_(obs.processes) {
+  for (uint32_t p = 0; p < processes_.size(); ++p)
+    if (processes_[p].rank >= 0) process_of_global_rank_.emplace(processes_[p].rank, p);
   for (const GlobalCommRank& c : obs.comm_ranks) {
     process_of_rank_[{c.comm_hash, c.rank}] = c.process;
     n_ranks_[c.comm_hash] = std::max(n_ranks_[c.comm_hash], c.rank + 1);
@@ -25,6 +27,16 @@ uint32_t ProcessContext::process_of(uint64_t comm_hash, int32_t rank) {
   processes_.push_back({"(no data)", -1, -1, "comm " + std::string(hash).substr(0, 8) + " rank " + std::to_string(rank)});
   ++placeholders_;
   process_of_rank_[{comm_hash, rank}] = id;
+  return id;
+}
+
+uint32_t ProcessContext::process_of_global_rank(int64_t rank, const std::string& missing) {
+  auto it = process_of_global_rank_.find(rank);
+  if (it != process_of_global_rank_.end()) return it->second;
+  auto id = static_cast<uint32_t>(processes_.size());
+  processes_.push_back({"", -1, rank, missing});
+  ++placeholders_;
+  process_of_global_rank_[rank] = id;
   return id;
 }
 

@@ -27,6 +27,9 @@ class ProcessContext {
 
   // The process of a communicator rank; adds a placeholder for a rank without data.
   uint32_t process_of(uint64_t comm_hash, int32_t rank);
+  // The process of a global rank (Flight Recorder dumps name only that); adds a placeholder
+  // labelled `missing` for a rank no input holds.
+  uint32_t process_of_global_rank(int64_t rank, const std::string& missing);
 
   const std::vector<GlobalProcess>& processes() const { return processes_; }
   size_t size() const { return processes_.size(); }
@@ -45,6 +48,7 @@ class ProcessContext {
  private:
   std::vector<GlobalProcess> processes_;
   std::map<RankKey, uint32_t> process_of_rank_;
+  std::map<int64_t, uint32_t> process_of_global_rank_;
   std::map<uint64_t, int32_t> n_ranks_;
   std::set<uint64_t> collective_comms_;
   std::set<uint32_t> with_records_;

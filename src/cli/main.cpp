@@ -34,8 +34,8 @@ int main(int argc, char** argv) {
                              "no files: simulate the cluster in memory (see `nccl-culprit mock --help`)");
   input->excludes(shared)->excludes(mock);
   shared->excludes(mock);
-  a->add_option("--format", analyze.format, "auto, nccl-json, probing-csv, probing-json or shard")
-      ->check(CLI::IsMember({"auto", "nccl-json", "probing-csv", "probing-json", "shard"}))
+  a->add_option("--format", analyze.format, "auto, nccl-json, probing-csv, probing-json, shard or flight-recorder")
+      ->check(CLI::IsMember({"auto", "nccl-json", "probing-csv", "probing-json", "shard", "flight-recorder"}))
       ->capture_default_str();
   a->add_option("--seq-window", analyze.seq_window,
                 "analyse the last N collective sequence numbers of each communicator")

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <thread>
 
+#include "io/flight_recorder_reader.hpp"
 #include "io/nccl_trace_reader.hpp"
 #include "io/probing_csv_reader.hpp"
 #include "io/probing_json_reader.hpp"
@@ -127,10 +128,30 @@ bool looks_like_old_trace_name(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// Flight Recorder dumps are named `<prefix><global rank>`, usually without an extension.
+// Their content decides; an empty one counts when its name has one of PyTorch's prefixes
+// (the rank wrote nothing: the reader says so).
+bool is_flight_recorder_dump(const std::string& path, const std::string& ext) {
+  if (flight_recorder_rank_of_name(path) < 0) return false;
+  if (!ext.empty() && ext != ".json" && ext != ".pkl" && ext != ".pickle" &&
+      !std::all_of(ext.begin() + 1, ext.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  std::string head = sniff(path, 4096);
+  if (!head.empty()) return looks_like_flight_recorder(head);
+  const std::string name = fs::path(path).filename().string();
+  return name.starts_with("nccl_trace_rank_") || name.starts_with("_dump_");
+}
+
+}  // namespace
+
 std::string detect_format(const std::string& path, const std::string& forced) {
   std::string ext = fs::path(path).extension().string();
   bool candidate = ext == ".json" || ext == ".txt" || ext == ".csv" || ext == ".shard";
+  if (forced == "flight-recorder") return flight_recorder_rank_of_name(path) >= 0 ? forced : "";
   if (!forced.empty() && forced != "auto") return candidate ? forced : "";
+  if (is_flight_recorder_dump(path, ext)) return "flight-recorder";
   if (!candidate) return "";
   // Live-capture shards are known by their magic (a *.shard without it is still read as a
   // shard, so that the reader names what is wrong with it).
@@ -185,6 +206,15 @@ Discovery discover_shared(const std::string& dir, int rank, int size,
     if (static_cast<int>(i % static_cast<size_t>(size)) != rank) continue;
     add_files_of(fs::path(dir) / hosts[i], hosts[i], forced_format, 1, d.files);
   }
+  // Flight Recorder dumps collected into one folder lie flat in it, their hosts unknown:
+  // they are dealt round-robin too (each is one rank's whole state).
+  std::vector<InputFile> flat;
+  add_files_of(dir, "", forced_format, 0, flat);
+  size_t dealt = 0;
+  for (InputFile& f : flat) {
+    if (f.format != "flight-recorder") continue;
+    if (static_cast<int>(dealt++ % static_cast<size_t>(size)) == rank) d.files.push_back(std::move(f));
+  }
   return d;
 }
 
@@ -197,6 +227,8 @@ void read_one_file(const InputFile& f, LocalData& data) {
     read_probing_json_file(f.path, f.host, data);
   } else if (f.format == "shard") {
     read_shard_file(f.path, f.host, data);
+  } else if (f.format == "flight-recorder") {
+    read_flight_recorder_file(f.path, f.host, data);
   } else if (f.format == kUnreadableDir) {
     InputReport report;
     report.host = f.host;

@@ -134,6 +134,15 @@ void LocalData::absorb(LocalData&& other) {
     f.process = remap[f.process];
     inflight.push_back(f);
   }
+  for (FrGroupState g : other.fr_groups) {
+    g.process = remap[g.process];
+    fr_groups.push_back(g);
+  }
+  fr_members.insert(fr_members.end(), other.fr_members.begin(), other.fr_members.end());
+  for (FrOpRecord r : other.fr_ops) {
+    r.process = remap[r.process];
+    fr_ops.push_back(r);
+  }
   for (const QpStat& q : other.qp_stats)
     qp_stat(q.host, q.rank, q.device, q.qp_num, remap[q.process]).merge(q);
   other = LocalData();

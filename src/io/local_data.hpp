@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/flight_recorder_records.hpp"
 #include "core/records.hpp"
 
 namespace culprit {
@@ -107,6 +108,10 @@ class LocalData {
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
   std::vector<P2pCallCount> p2p_calls;  // per (process, comm, rank, peer, direction)
   std::vector<InflightRecord> inflight;  // probing nccl.inflight_ops: ops alive at a snapshot
+  // PyTorch Flight Recorder dumps: per (rank, process group) state, members, ring entries.
+  std::vector<FrGroupState> fr_groups;
+  std::vector<FrGroupMember> fr_members;
+  std::vector<FrOpRecord> fr_ops;
 
   // The statistics of (host, rank, device, qp_num), added on first sight.
   QpStat& qp_stat(const std::string& host, int32_t rank, int32_t device, uint32_t qp_num,

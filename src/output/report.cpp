@@ -85,7 +85,10 @@ class Processes {
   std::string name(int64_t id) const {
     if (const ProcessRow* p = find(id)) {
       if (p->pid >= 0) return format("%s:pid %" PRId64, host(p->host).c_str(), p->pid);
-      if (p->rank >= 0) return format("%s rank %" PRId64, host(p->host).c_str(), p->rank);
+      if (p->rank >= 0) {  // Flight Recorder dumps collected into one folder name no host
+        std::string r = format("rank %" PRId64, p->rank) + (p->label.empty() ? "" : " (" + p->label + ")");
+        return p->host.empty() ? r : p->host + " " + r;
+      }
       if (!p->label.empty()) return host(p->host) + " " + p->label;
       return format("%s process %" PRId64, host(p->host).c_str(), id);
     }

@@ -241,8 +241,9 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   if (comm.rank() == 0) {
     uint64_t records = 0;
     for (const InputReport& in : inputs) records += in.records;
-    // Connections, or at least a snapshot of operations alive in a hang, are needed.
-    if (records == 0 || (obs.edges.empty() && obs.inflight.empty())) {
+    // Connections, or at least a snapshot of operations alive in a hang (a watchdog's, or
+    // Flight Recorder dumps), are needed.
+    if (records == 0 || (obs.edges.empty() && obs.inflight.empty() && obs.fr_groups.empty())) {
       // One line: the first node error says why, or else what was read.
       std::string why = !node_errors.empty()
           ? "no usable profiler data: " + node_errors.front() + (node_errors.size() > 1 ? " (and " + std::to_string(node_errors.size() - 1) + " more node(s) without input)" : "")

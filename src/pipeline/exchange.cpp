@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <tuple>
 
@@ -64,8 +65,9 @@ struct WireInput {
 struct WireHeader {
   uint64_t magic;
   uint64_t n_processes, n_comm_ranks, n_edges, n_inputs, n_qps, n_p2p_calls, n_inflight, n_gaps;
+  uint64_t n_fr_groups, n_fr_members, n_fr_ops;
 };
-constexpr uint64_t kMagic = 0x6e63636c63756c36ull;  // "nccl cul6" (6: edges carry the shortest RecvGpuWait)
+constexpr uint64_t kMagic = 0x6e63636c63756c37ull;  // "nccl cul7" (7: Flight Recorder records)
 
 template <typename T>
 void append(std::vector<char>& out, const T* items, size_t n) {
@@ -83,11 +85,38 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
   return out;
 }
 
+// What rank 0 already holds of the Flight Recorder records: the same dump read twice (copied
+// files) or a group's member list sent by several nodes counts once.
+struct FlightRecorderSeen {
+  std::set<std::pair<uint64_t, uint32_t>> groups;   // (group, process)
+  std::set<std::pair<uint64_t, int32_t>> members;   // (group, global rank)
+  std::set<uint32_t> processes_with_ops;            // processes whose entries are held
+};
+
+void merge_flight_recorder(const NodeSummary& node, const std::vector<uint32_t>& remap, FlightRecorderSeen& seen,
+                           Observations& obs) {
+  std::set<uint32_t> new_ops;
+  for (FrGroupState g : node.fr_groups) {
+    g.process = remap[g.process];
+    if (seen.groups.insert({g.group, g.process}).second) obs.fr_groups.push_back(g);
+  }
+  for (const FrGroupMember& m : node.fr_members)
+    if (seen.members.insert({m.group, m.global_rank}).second) obs.fr_members.push_back(m);
+  for (FrOpRecord r : node.fr_ops) {
+    r.process = remap[r.process];
+    if (seen.processes_with_ops.count(r.process)) continue;
+    new_ops.insert(r.process);
+    obs.fr_ops.push_back(r);
+  }
+  seen.processes_with_ops.insert(new_ops.begin(), new_ops.end());
+}
+
 }  // namespace
 
 std::vector<char> pack_node_summary(const NodeSummary& s) {
   WireHeader h{kMagic, s.processes.size(), s.comm_ranks.size(), s.edges.size(), s.inputs.size(),
-               s.qps.size(), s.p2p_calls.size(), s.inflight.size(), 0};
+               s.qps.size(), s.p2p_calls.size(), s.inflight.size(), 0,
+               s.fr_groups.size(), s.fr_members.size(), s.fr_ops.size()};
   for (const GlobalCommRank& c : s.comm_ranks) h.n_gaps += c.gaps.size();
   std::vector<char> out;
   append(out, &h, 1);
@@ -136,6 +165,9 @@ std::vector<char> pack_node_summary(const NodeSummary& s) {
   append(out, s.p2p_calls.data(), s.p2p_calls.size());  // so is P2pCallCount
   append(out, s.inflight.data(), s.inflight.size());    // and InflightRecord
   for (const GlobalCommRank& c : s.comm_ranks) append(out, c.gaps.data(), c.gaps.size());
+  append(out, s.fr_groups.data(), s.fr_groups.size());  // Flight Recorder records are plain data
+  append(out, s.fr_members.data(), s.fr_members.size());
+  append(out, s.fr_ops.data(), s.fr_ops.size());
   return out;
 }
 
@@ -202,6 +234,13 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
     next += c.gaps.size();
   }
   if (next != gaps.size()) throw std::runtime_error("exchange blob: gap section longer than its counts");
+  s.fr_groups = take<FrGroupState>(bytes, at, header[0].n_fr_groups);
+  s.fr_members = take<FrGroupMember>(bytes, at, header[0].n_fr_members);
+  s.fr_ops = take<FrOpRecord>(bytes, at, header[0].n_fr_ops);
+  for (const FrGroupState& g : s.fr_groups)
+    if (g.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad Flight Recorder process index");
+  for (const FrOpRecord& r : s.fr_ops)
+    if (r.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad Flight Recorder process index");
   return s;
 }
 
@@ -217,6 +256,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
   std::map<std::pair<uint64_t, int32_t>, size_t> rank_index;
   std::map<std::tuple<uint64_t, int32_t, int32_t, uint8_t>, size_t> p2p_index;
   std::vector<EdgeSummary> all_edges;
+  FlightRecorderSeen fr_seen;
   for (const std::vector<char>& blob : blobs) {
     NodeSummary node = unpack_node_summary(blob);
     std::vector<uint32_t> remap(node.processes.size());
@@ -274,6 +314,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
       f.process = remap[f.process];
       observations->inflight.push_back(f);
     }
+    merge_flight_recorder(node, remap, fr_seen, *observations);
     for (InputReport& in : node.inputs) inputs->push_back(std::move(in));
   }
   observations->edges = merge_edge_summaries(all_edges);

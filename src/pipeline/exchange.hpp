@@ -18,6 +18,9 @@ struct NodeSummary {
   std::vector<QpObservation> qps;          // process = index into this node's processes
   std::vector<P2pCallCount> p2p_calls;     // process = index into this node's processes
   std::vector<InflightRecord> inflight;    // process = index into this node's processes
+  std::vector<FrGroupState> fr_groups;     // process = index into this node's processes
+  std::vector<FrGroupMember> fr_members;   // one per (group, global rank)
+  std::vector<FrOpRecord> fr_ops;          // process = index into this node's processes
 };
 
 std::vector<char> pack_node_summary(const NodeSummary& summary);

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""PyTorch Flight Recorder dumps analysed end to end (issue: "Flight Recorder dumps").
+
+Real dumps of four fault-injected 16-rank training runs (NVIDIA's resiliency project,
+`../shared/data/flight-recorder/nvrx/`, see its SOURCE.md): in each, two ranks were made to
+fail (a GPU fault, or a host thread that stops issuing work). Copied into one flat folder as
+users collect them, analysed by one process and by `mpirun -np 4` (the dumps then dealt over
+the ranks), and laid out per host under `mpirun -np 4`: the culprits must be exactly the
+injected ranks, class `hang`, each with a one-line reason, and no other rank.
+
+A missing dump and a truncated dump of an injected rank are named as such.
+
+The tests skip, saying so, when the shared data folder is absent: the project does not need it.
+"""
+import json
+import os
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_util as u  # noqa: E402
+
+import unittest  # noqa: E402
+
+import h5py  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NVRX = os.environ.get("CULPRIT_FR_DATA_DIR",
+                      os.path.join(REPO, "..", "shared", "data", "flight-recorder", "nvrx"))
+
+
+def truth():
+    with open(os.path.join(NVRX, "ground_truth.json")) as f:
+        return {name: sorted(s["injected"]["ranks"]) for name, s in json.load(f)["scenarios"].items()}
+
+
+@unittest.skipUnless(os.path.isfile(os.path.join(NVRX, "ground_truth.json")),
+                     "real Flight Recorder dumps not found at %s" % NVRX)
+class NvrxDumps(unittest.TestCase):
+    def flat_copy(self, scenario):
+        folder = u.scratch("fr-" + scenario)
+        for name in os.listdir(os.path.join(NVRX, scenario)):
+            if name.startswith("_dump_"):
+                shutil.copy(os.path.join(NVRX, scenario, name), folder)
+                os.chmod(os.path.join(folder, name), 0o644)
+        return folder
+
+    def per_host_copy(self, scenario, hosts=4):
+        folder = u.scratch("fr-hosts-" + scenario)
+        for name in os.listdir(os.path.join(NVRX, scenario)):
+            if name.startswith("_dump_"):
+                host = os.path.join(folder, "node%02d" % (int(name[len("_dump_"):]) // hosts))
+                os.makedirs(host, exist_ok=True)
+                shutil.copy(os.path.join(NVRX, scenario, name), host)
+        return folder
+
+    def analyze(self, folder, np=None):
+        out = u.scratch("fr-results")
+        h5, js = os.path.join(out, "r.h5"), os.path.join(out, "r.json")
+        r = u.run(["analyze", "--shared", folder, "--output", h5, "--json", js], np=np)
+        self.assertEqual(r.rc, 0, r.describe())
+        with open(js) as f:
+            return r, json.load(f), h5
+
+    def culprit_ranks(self, verdict):
+        procs = {p["process_id"]: p for p in verdict["processes"]}
+        return sorted(procs[c["process_id"]]["rank"] for c in verdict["culprits"])
+
+    def assert_injected_named(self, verdict, scenario, expected):
+        self.assertEqual(self.culprit_ranks(verdict), expected, (scenario, verdict["notes"]))
+        for c in verdict["culprits"]:
+            self.assertEqual(c["culprit_class"], "hang")
+        for rank in expected:
+            self.assertTrue(any(n.startswith("flight recorder: rank %d " % rank) or
+                                n.startswith("flight recorder: rank %d'" % rank) for n in verdict["notes"]),
+                            "no reason for rank %d in %s" % (rank, verdict["notes"]))
+
+    def test_flat_folder_one_process(self):
+        for scenario, expected in truth().items():
+            with self.subTest(scenario=scenario):
+                r, v, h5 = self.analyze(self.flat_copy(scenario))
+                self.assert_injected_named(v, scenario, expected)
+                self.assertEqual(v["status"], "ok")
+                with h5py.File(h5, "r") as f:
+                    procs = f["processes"][:]
+                    ranks = sorted(int(p["rank"]) for p in procs)
+                    self.assertEqual(ranks, list(range(16)))
+                    self.assertTrue(all(int(p["pid"]) == -1 for p in procs))  # no invented pid
+                    roots = sorted(int(procs[int(c["process_id"])]["rank"]) for c in f["culprits"][:])
+                    self.assertEqual(roots, expected)
+                # The text report names the rank, never a pid.
+                for rank in expected:
+                    self.assertIn("rank %d " % rank, r.stdout)
+
+    def test_flat_folder_dealt_over_four_ranks(self):
+        for scenario, expected in truth().items():
+            with self.subTest(scenario=scenario):
+                _, v, _ = self.analyze(self.flat_copy(scenario), np=4)
+                self.assert_injected_named(v, scenario, expected)
+
+    def test_per_host_folders_under_mpirun(self):
+        for scenario, expected in truth().items():
+            with self.subTest(scenario=scenario):
+                _, v, _ = self.analyze(self.per_host_copy(scenario), np=4)
+                self.assert_injected_named(v, scenario, expected)
+
+    def test_missing_dump_of_a_stopped_rank(self):
+        folder = self.flat_copy("lock_gil_1st")
+        os.remove(os.path.join(folder, "_dump_9"))
+        _, v, _ = self.analyze(folder, np=2)
+        self.assertEqual(self.culprit_ranks(v), [9, 14], v["notes"])
+        self.assertTrue(any("rank 9 wrote no dump" in n for n in v["notes"]), v["notes"])
+
+    def test_truncated_dump_of_a_faulty_rank(self):
+        folder = self.flat_copy("gpu_error_1st")
+        path = os.path.join(folder, "_dump_12")
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+        _, v, _ = self.analyze(folder)
+        self.assertEqual(self.culprit_ranks(v), [12, 14], v["notes"])
+        self.assertEqual(v["status"], "partial")
+        self.assertTrue(any("rank 12's dump could not be used" in n for n in v["notes"]), v["notes"])
+
+
+if __name__ == "__main__":
+    sys.exit(u.main())
