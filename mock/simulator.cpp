@@ -517,6 +517,7 @@ bool is_simulated_trace(const std::string& name) {
 }
 
 bool is_simulated_export(const std::string& name) {
+  if (name.rfind("nccl_trace_rank_", 0) == 0) return true;  // Flight Recorder dumps
   for (const char* table : {"proxy_ops", "inflight_ops", "coll_perf"})
     for (const char* ext : {".csv", ".json"})
       if (name == std::string(table) + ext) return true;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "mock/render_flight_recorder.hpp"
 #include "mock/render_probing.hpp"
 #include "mock/simulator.hpp"
 #include "output/results_io.hpp"
@@ -17,9 +18,12 @@ int run_mock_command(const MockOptions& options) {
   mock::Scenario scenario;
   std::unique_ptr<mock::Simulation> sim;
   mock::ProbingExport probing;
+  mock::FlightRecorderExport flight_recorder;
   const bool traces = options.format == "nccl-json";
+  const bool dumps = options.format.rfind("flight-recorder", 0) == 0;
   try {
-    if (!traces) probing = mock::parse_probing_format(options.format);
+    if (dumps) flight_recorder = mock::parse_flight_recorder_format(options.format);
+    else if (!traces) probing = mock::parse_probing_format(options.format);
     scenario = mock::Scenario::parse(options.scenario);
     sim = std::make_unique<mock::Simulation>(scenario);  // checks ranks against the cluster
   } catch (const std::invalid_argument& e) {
@@ -29,6 +33,7 @@ int run_mock_command(const MockOptions& options) {
   try {
     sim->measure_effect();  // ground truth: the job's slowdown against the same run without faults
     if (traces) sim->write(options.out);
+    else if (dumps) sim->write(options.out, [&](int node) { return mock::render_host_flight_recorder(*sim, node, flight_recorder); });
     else sim->write(options.out, [&](int node) { return mock::render_host_probing(*sim, node, probing); });
     std::cout << "wrote " << sim->hosts().size() << " host directories under " << options.out
               << " (" << scenario.to_spec() << ")\n";

@@ -223,6 +223,14 @@ int32_t group_rank_of(const GroupConfig& g, int64_t global_rank) {
   return it == g.ranks.end() ? -1 : static_cast<int32_t>(it - g.ranks.begin());
 }
 
+// The collective sequences a dump's entries show for one group: its status when the dump
+// has no pg_status (schema 1.x holds every entry, completed ones included).
+struct EntrySequences {
+  int64_t newest = -1;             // newest collective entered
+  int64_t newest_completed = -1;
+  int64_t oldest_unfinished = -1;
+};
+
 // What every entry and group state of one dump shares.
 struct DumpContext {
   int64_t global_rank;
@@ -232,7 +240,25 @@ struct DumpContext {
   LocalData& data;
   InputReport& report;
   std::set<std::string> groups_with_p2p;
+  std::map<std::string, EntrySequences> sequences;
 };
+
+void note_sequence(const FrOpRecord& r, EntrySequences& s) {
+  if (r.is_p2p || r.collective_seq < 0) return;
+  s.newest = std::max(s.newest, r.collective_seq);
+  if (r.state == FrOpState::kCompleted) s.newest_completed = std::max(s.newest_completed, r.collective_seq);
+  else if (s.oldest_unfinished < 0 || r.collective_seq < s.oldest_unfinished) s.oldest_unfinished = r.collective_seq;
+}
+
+// A status read off the entries: enqueued up to the newest, completed up to the newest
+// completed one (or, when none is, up to just before the oldest unfinished one).
+std::optional<GroupStatus> status_from_entries(const EntrySequences& s) {
+  if (s.newest < 0) return std::nullopt;
+  GroupStatus status;
+  status.enqueued = s.newest;
+  status.completed = s.newest_completed >= 0 ? s.newest_completed : s.oldest_unfinished - 1;
+  return status;
+}
 
 void read_entry(const json& e, DumpContext& c) {
   if (!e.is_object()) return c.report.reject("entry that is not a mapping");
@@ -267,6 +293,7 @@ void read_entry(const json& e, DumpContext& c) {
   fr_copy_text(r.sizes, field_text(e, "input_sizes"));
   fr_copy_text(r.dtypes, field_text(e, "input_dtypes"));
   if (r.is_p2p) c.groups_with_p2p.insert(group);
+  note_sequence(r, c.sequences[group]);
   c.data.fr_ops.push_back(r);
   ++c.report.records;
 }
@@ -296,6 +323,8 @@ void add_group(const std::string& name, const GroupConfig& g, const GroupStatus*
 
 // Groups this rank holds: pg_status mapped to names, and groups of its config or entries
 // without a status.
+std::string version_of_dump(const DumpContext& c) { return c.report.layout.substr(c.report.layout.find(' ') + 1); }
+
 void add_groups(const std::map<std::string, GroupStatus>& status, DumpContext& c) {
   std::map<std::string, const GroupStatus*> by_name;
   size_t unmatched = 0;
@@ -304,10 +333,17 @@ void add_groups(const std::map<std::string, GroupStatus>& status, DumpContext& c
     if (it == c.names.end()) ++unmatched;
     else by_name[it->second] = &s;
   }
+  size_t derived = 0;
   for (const auto& [name, g] : c.config) {
     auto it = by_name.find(name);
-    add_group(name, g, it == by_name.end() ? nullptr : it->second, c);
+    std::optional<GroupStatus> from_entries;
+    if (it == by_name.end() && status.empty()) from_entries = status_from_entries(c.sequences[name]);
+    derived += from_entries.has_value();
+    add_group(name, g, it != by_name.end() ? it->second : from_entries ? &*from_entries : nullptr, c);
   }
+  if (derived)
+    c.report.notes.push_back("no pg_status (schema " + version_of_dump(c) + "): how far rank " + std::to_string(c.global_rank) +
+                             " got in " + std::to_string(derived) + " group(s) is read off its entries");
   if (unmatched)
     c.report.notes.push_back(std::to_string(unmatched) + " pg_status entr" + (unmatched == 1 ? "y" : "ies") +
                              " of rank " + std::to_string(c.global_rank) +
@@ -340,10 +376,11 @@ int64_t flight_recorder_rank_of_name(const std::string& path) {
 bool looks_like_flight_recorder(std::string_view head) {
   if (looks_like_pickle(head)) return true;
   size_t i = head.find_first_not_of(" \t\r\n");
-  if (i == std::string_view::npos || head[i] != '{') return false;
+  if (i == std::string_view::npos || (head[i] != '{' && head[i] != '[')) return false;
   auto has = [&](const char* key) { return head.find(key) != std::string_view::npos; };
-  return has("\"pg_status\"") || has("\"pg_config\"") || (has("\"entries\"") && has("\"version\"")) ||
-         (has("\"profiling_name\"") && (has("\"collective_seq_id\"") || has("\"pg_id\"")));
+  const bool entry_keys = has("\"profiling_name\"") && (has("\"collective_seq_id\"") || has("\"seq_id\"") || has("\"pg_id\""));
+  if (head[i] == '[') return entry_keys;  // schema 1.x: a list of entries
+  return has("\"pg_status\"") || has("\"pg_config\"") || (has("\"entries\"") && has("\"version\"")) || entry_keys;
 }
 
 void read_flight_recorder_value(const json& dump, int64_t global_rank, const std::string& name,

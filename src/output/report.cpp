@@ -129,6 +129,12 @@ void header(const AnalysisResults& r, std::ostream& out) {
 
 // With no culprit, what was seen: waiting spread over many processes is not "no waiting".
 void no_culprit(const AnalysisResults& r, std::ostream& out) {
+  const bool dumps = std::any_of(r.inputs.begin(), r.inputs.end(), [](const InputRow& i) { return i.format == "flight-recorder"; });
+  if (r.edges.empty() && dumps) {
+    out << "No culprit: in the Flight Recorder dumps no rank holds back its groups' other members\n"
+           "  (the notes name any group whose members are all inside one collective).\n";
+    return;
+  }
   if (r.edges.empty()) {
     out << "No culprit: the input holds no connection records to judge.\n";
     return;

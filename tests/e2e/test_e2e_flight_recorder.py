@@ -10,6 +10,11 @@ injected ranks, class `hang`, each with a one-line reason, and no other rank.
 
 A missing dump and a truncated dump of an injected rank are named as such.
 
+The simulator writes Flight Recorder dumps too (`mock --format flight-recorder[+options]`):
+hangs across ring, tree and pipeline topologies and several communicators, in both
+encodings and several schema versions, with wrapped ring buffers, missing, empty and
+mismatched dumps. The stopped rank must be named first and alone.
+
 The tests skip, saying so, when the shared data folder is absent: the project does not need it.
 """
 import json
@@ -122,6 +127,86 @@ class NvrxDumps(unittest.TestCase):
         self.assertEqual(self.culprit_ranks(v), [12, 14], v["notes"])
         self.assertEqual(v["status"], "partial")
         self.assertTrue(any("rank 12's dump could not be used" in n for n in v["notes"]), v["notes"])
+
+
+# (scenario, format): every topology and communicator layout, both encodings, several schemas.
+SIM_CASES = [
+    ("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:6", "flight-recorder"),
+    ("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:13@2", "flight-recorder+json+v2.10"),
+    ("topology=ring,nodes=8,gpus=2,channels=1,seqs=6,fault=hang:0", "flight-recorder+v2.2"),
+    ("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:6", "flight-recorder+v1.0"),
+    ("topology=tree,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:9", "flight-recorder+json"),
+    ("topology=tree,nodes=8,gpus=2,channels=2,seqs=8,fault=hang:15@1", "flight-recorder+json+v1.0"),
+    ("topology=pipeline,nodes=4,gpus=4,channels=2,seqs=4,fault=hang:5", "flight-recorder"),
+    ("topology=pipeline,nodes=4,gpus=4,channels=2,seqs=4,fault=hang:12", "flight-recorder+json+v2.10"),
+    ("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,comms=world+dp,fault=hang:11", "flight-recorder"),
+    ("topology=tree,nodes=2,gpus=8,channels=2,seqs=8,comms=world+dp,fault=hang:2@3", "flight-recorder+json"),
+    ("topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,comms=pp+world,fault=hang:3", "flight-recorder+v2.10"),
+    # Wrapped ring buffers: every entry kept, only the newest three, so ranks start at
+    # different points of history.
+    ("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,comms=world+dp,fault=hang:7", "flight-recorder+all+buffer=3"),
+    ("topology=pipeline,nodes=4,gpus=2,channels=2,seqs=4,comms=pp+world,fault=hang:4", "flight-recorder+json+all+buffer=5"),
+]
+
+
+class SimulatedDumps(unittest.TestCase):
+    def simulate(self, spec, fmt):
+        data = u.scratch("fr-sim")
+        r = u.run(["mock", "--out", data, "--format", fmt, "--scenario", spec])
+        self.assertEqual(r.rc, 0, r.describe())
+        return data
+
+    def verdict(self, spec, fmt, np=None):
+        data = self.simulate(spec, fmt)
+        out = u.scratch("fr-sim-results")
+        js = os.path.join(out, "r.json")
+        r = u.run(["analyze", "--shared", data, "--output", os.path.join(out, "r.h5"), "--json", js], np=np)
+        self.assertEqual(r.rc, 0, r.describe())
+        with open(js) as f:
+            v = json.load(f)
+        procs = {p["process_id"]: p for p in v["processes"]}
+        return r, v, [(procs[c["process_id"]]["rank"], c["culprit_class"]) for c in v["culprits"]]
+
+    @staticmethod
+    def hang_rank(spec):
+        return int(spec.split("fault=hang:")[1].split("@")[0])
+
+    def test_stopped_rank_is_named_first_and_alone(self):
+        for spec, fmt in SIM_CASES:
+            with self.subTest(spec=spec, format=fmt):
+                _, v, named = self.verdict(spec, fmt)
+                self.assertEqual(named, [(self.hang_rank(spec), "hang")], v["notes"])
+
+    def test_under_mpirun_with_hosts_dealt_over_ranks(self):
+        spec, fmt = SIM_CASES[8]
+        _, v, named = self.verdict(spec, fmt, np=4)
+        self.assertEqual(named, [(self.hang_rank(spec), "hang")], v["notes"])
+
+    def test_missing_dump_of_the_stopped_rank(self):
+        _, v, named = self.verdict(SIM_CASES[0][0], "flight-recorder+missing=6")
+        self.assertEqual(named, [(6, "hang")], v["notes"])
+        self.assertTrue(any("rank 6 wrote no dump" in n for n in v["notes"]), v["notes"])
+
+    def test_empty_dump_of_the_stopped_rank(self):
+        r, v, named = self.verdict(SIM_CASES[0][0], "flight-recorder+empty=6")
+        self.assertEqual(named, [(6, "hang")], v["notes"])
+        self.assertEqual(v["status"], "partial")
+        self.assertTrue(any("empty dump" in n for n in v["notes"]), v["notes"])
+        self.assertIn("rank 6's dump could not be used", r.stdout)
+
+    def test_mismatch_is_reported_with_both_sides(self):
+        _, v, named = self.verdict("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:6",
+                                   "flight-recorder+mismatch=3")
+        self.assertEqual(named, [(6, "hang")], v["notes"])
+        lines = [n for n in v["notes"] if "mismatch in group 0" in n]
+        self.assertTrue(lines, v["notes"])
+        self.assertIn("[[8192]]", lines[0])
+        self.assertIn("[[4096]]", lines[0])
+
+    def test_healthy_run_names_nobody(self):
+        r, v, named = self.verdict("topology=ring,nodes=4,gpus=4,channels=2,seqs=8", "flight-recorder+all")
+        self.assertEqual(named, [], v["notes"])
+        self.assertIn("no rank holds back", r.stdout)
 
 
 if __name__ == "__main__":
