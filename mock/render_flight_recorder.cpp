@@ -204,6 +204,7 @@ FlightRecorderExport parse_flight_recorder_format(const std::string& format) {
     const size_t eq = option.find('=');
     const std::string key = option.substr(0, eq), value = eq == std::string::npos ? "" : option.substr(eq + 1);
     if (option == "json") how.json = true;
+    else if (option == "traces") how.traces = true;
     else if (option == "all") how.only_active = false;
     else if (key == "buffer") how.buffer = static_cast<size_t>(rank_option(value, "buffer"));
     else if (key == "missing") how.missing.insert(rank_option(value, "missing"));
@@ -220,6 +221,7 @@ FlightRecorderExport parse_flight_recorder_format(const std::string& format) {
 
 std::vector<RenderedFile> render_host_flight_recorder(const Simulation& sim, int node, const FlightRecorderExport& how) {
   std::vector<RenderedFile> files;
+  if (how.traces) files = sim.render_host_nccl_json(node);
   for (const SimProcess& p : sim.processes()) {
     if (p.node != node || how.missing.count(p.global_rank)) continue;
     RenderedFile f;

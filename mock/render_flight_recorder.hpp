@@ -33,11 +33,12 @@ struct FlightRecorderExport {
   std::set<int> missing;        // ranks that write no dump
   std::set<int> empty;          // ranks whose dump is 0 bytes
   std::set<int> mismatch;       // ranks whose newest unfinished collective has other sizes
+  bool traces = false;          // the profiler's traces beside the dumps (one job, both inputs)
 };
 
 // Parses `mock --format`: "flight-recorder", then options joined by '+': json, v<schema>
 // (v1.0, v2.2 ... v2.10), all (every entry, not only unfinished ones), buffer=N,
-// missing=R, empty=R, mismatch=R. Throws std::invalid_argument on anything else.
+// missing=R, empty=R, mismatch=R, traces (NCCL trace files too). Throws std::invalid_argument on anything else.
 FlightRecorderExport parse_flight_recorder_format(const std::string& format);
 
 // The dumps of one host's processes.

@@ -15,6 +15,7 @@
 #include "analysis/connection_facts.hpp"
 #include "analysis/data_flow.hpp"
 #include "analysis/flight_recorder_hang.hpp"
+#include "analysis/flight_recorder_join.hpp"
 #include "analysis/held_by_neighbours.hpp"
 #include "analysis/inflight_hang.hpp"
 #include "analysis/lanes.hpp"
@@ -30,14 +31,26 @@ namespace {
 // reached. A snapshot of operations still alive refines them: a member that never entered
 // the collective its peers are stuck in stopped; one alive inside any operation is blocked
 // there. Whatever else a stopped process shows, stopping is what everyone waits for.
-// Flight Recorder dumps name who stopped from PyTorch's own bookkeeping (flight_recorder_hang.hpp).
 void mark_hangs(const Observations& obs, const ProcessContext& context, const InflightVerdict& in_flight,
-                const FlightRecorderVerdict& flight, std::vector<Evidence>& evidence) {
+                std::vector<Evidence>& evidence) {
   std::set<uint32_t> hung = stopped_by_sequence(obs, context.rank_map());
   hung.insert(in_flight.stopped.begin(), in_flight.stopped.end());
   std::erase_if(hung, [&](uint32_t p) { return in_flight.in_flight.count(p) > 0; });
-  for (const auto& [p, reason] : flight.stopped) hung.insert(p);
   for (uint32_t p : hung) evidence[p].stop();
+}
+
+// Which input named each root: the profiler's records (traces, exports, shards) or the
+// Flight Recorder dumps (flight_recorder_hang.hpp), which name who stopped from PyTorch's own
+// bookkeeping. Both may; the dumps' stop then outranks a delay the records found before it.
+std::vector<std::string> mark_flight_recorder_stops(const FlightRecorderVerdict& flight, std::vector<Evidence>& evidence) {
+  std::vector<std::string> named_by(evidence.size());
+  for (uint32_t p = 0; p < evidence.size(); ++p)
+    if (evidence[p].any()) named_by[p] = "profiler";
+  for (const auto& [p, reason] : flight.stopped) {
+    named_by[p] = named_by[p].empty() ? "flight recorder" : "flight recorder + profiler";
+    evidence[p].stop();
+  }
+  return named_by;
 }
 
 std::string name_of_process(const ProcessContext& context, uint32_t p) {
@@ -97,11 +110,17 @@ EdgeRow edge_row(const EdgeSummary& e, const EdgeFacts& f) {
 
 }  // namespace
 
-Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
+Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   Attribution out;
+  Observations joined;
+  std::vector<std::string> join_notes;
+  const bool join = needs_flight_recorder_join(given);
+  if (join) joined = join_flight_recorder_ranks(given, join_notes);
+  const Observations& obs = join ? joined : given;
   ProcessContext context(obs);
   ConnectionFacts facts = judge_connections(obs, context, cfg);
   out.notes = facts.notes;
+  out.notes.insert(out.notes.end(), join_notes.begin(), join_notes.end());
   // Watchdog snapshots may name ranks known only as peers: judged before the process table
   // is final.
   InflightVerdict in_flight =
@@ -122,7 +141,8 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   offer_unexplained_send_gpu_wait(obs, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);
-  mark_hangs(obs, context, in_flight, flight, evidence);
+  mark_hangs(obs, context, in_flight, evidence);
+  const std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_slow_workers(own_delay, holds);
@@ -138,6 +158,7 @@ Attribution attribute(const Observations& obs, const AttributionConfig& cfg) {
   Blame blame = blame_roots({obs, context, evidence, graph, roots});
   out.processes = std::move(blame.processes);
   out.culprits = std::move(blame.culprits);
+  for (CulpritRow& c : out.culprits) c.evidence = named_by[c.process_id];
   out.chains = std::move(blame.chains);
   for (const auto& [key, process] : context.rank_map())
     out.comm_ranks.push_back({key.first, key.second, size_of(context, key.first), process});

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
                 "coll_perf (add nccl.coll_perf), no_proxy_ops, no_inflight; e.g. probing-csv+untagged+blank; or "
                 "PyTorch Flight Recorder dumps: flight-recorder, options joined by '+': json (the JSON form), "
                 "v<schema> (v1.0, v2.2 ... v2.10; default v2.9), all (every entry, not only unfinished ones), "
-                "buffer=N (ring-buffer entries), missing=R, empty=R, mismatch=R; e.g. flight-recorder+json+v2.10");
+                "buffer=N (ring-buffer entries), missing=R, empty=R, mismatch=R, traces (the NCCL traces beside the "
+                "dumps); e.g. flight-recorder+json+v2.10");
   m->footer(mock_scenario_help());
 
   std::string report_file;

@@ -62,6 +62,7 @@ struct CulpritRow {
   uint32_t victims = 0;
   double score = 0.0;
   double margin = 0.0;  // how many times its test's tightest guard the evidence clears (inf: hang); JSON only
+  std::string evidence;  // which input named it: profiler | flight recorder | flight recorder + profiler; JSON only
 };
 
 struct ChainRow {

@@ -178,6 +178,9 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
                                         : format("%s:pid %" PRId64, Processes::host(c.host).c_str(), c.pid);
     name_width = std::max(name_width, names[k].size());
   }
+  const bool dumps_named_some = std::any_of(r.culprits.begin(), r.culprits.end(), [](const CulpritRow& c) {
+    return c.evidence.find("flight recorder") != std::string::npos;
+  });
   for (std::size_t k = 0; k < shown; ++k) {
     const CulpritRow& c = r.culprits[k];
     std::string where = format("process %u", c.process_id);
@@ -189,6 +192,9 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
                   number.c_str(), static_cast<int>(name_width), names[k].c_str(),
                   c.culprit_class.c_str(), c.blame_share * 100.0, duration(c.blame_ns).c_str(),
                   job.c_str(), c.victims, c.score, where.c_str());
+    // Which input named it, where Flight Recorder dumps took part (known right after the
+    // analysis; not kept in the HDF5 file).
+    if (dumps_named_some && !c.evidence.empty()) out << "      named by: " << c.evidence << "\n";
     if (c.peer_process_id >= 0) {
       out << "      link to " << procs.name(c.peer_process_id);
       if (procs.find(c.peer_process_id)) out << format(" (process %" PRId64 ")", c.peer_process_id);

@@ -79,6 +79,7 @@ json to_json(const CulpritRow& c) {
               {"job_share", c.job_share},
               {"victims", c.victims},
               {"margin", c.margin},
+              {"evidence", c.evidence},
               {"score", c.score}};
 }
 

@@ -203,6 +203,22 @@ class SimulatedDumps(unittest.TestCase):
         self.assertIn("[[8192]]", lines[0])
         self.assertIn("[[4096]]", lines[0])
 
+    def test_dumps_beside_traces_feed_one_verdict(self):
+        # A GPU 2x slow before another rank's host stopped: the traces name the slow GPU,
+        # the dumps (and the traces) the stopped rank; one process per GPU, not two.
+        spec = "topology=ring,nodes=4,gpus=4,channels=2,seqs=12,bytes=16M,fault=slow_gpu:3:2,fault=hang:9@8"
+        for np in (None, 2):
+            with self.subTest(np=np):
+                r, v, named = self.verdict(spec, "flight-recorder+traces", np=np)
+                self.assertEqual(sorted(named), [(3, "gpu_producer"), (9, "hang")], v["notes"])
+                self.assertEqual(len(v["processes"]), 16)
+                by_rank = {v["processes"][c["process_id"]]["rank"]: c for c in v["culprits"]}
+                self.assertEqual(by_rank[9]["evidence"], "flight recorder + profiler")
+                self.assertEqual(by_rank[3]["evidence"], "profiler")
+                self.assertGreaterEqual(by_rank[3]["pid"], 0)  # the traced identity is kept
+                self.assertIn("named by: flight recorder + profiler", r.stdout)
+                self.assertTrue(any("16 dump(s) joined" in n for n in v["notes"]), v["notes"])
+
     def test_healthy_run_names_nobody(self):
         r, v, named = self.verdict("topology=ring,nodes=4,gpus=4,channels=2,seqs=8", "flight-recorder+all")
         self.assertEqual(named, [], v["notes"])
