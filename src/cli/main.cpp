@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
                               "node-local data directory; {host}, {rank}, {job} expanded per "
                               "process (default $NCCL_CULPRIT_DIR, else /dev/shm/nccl-culprit/{job})");
   auto* shared = a->add_option("--shared", analyze.shared,
-                               "post-mortem data laid out as DIR/<host>/<files>, split across processes");
+                               "post-mortem data laid out as DIR/<host>/<files>, split across processes "
+                               "(Flight Recorder dumps may also lie flat in DIR)");
   auto* mock = a->add_option("--mock", analyze.mock,
                              "no files: simulate the cluster in memory (see `nccl-culprit mock --help`)");
   input->excludes(shared)->excludes(mock);

@@ -138,10 +138,14 @@ bool is_flight_recorder_dump(const std::string& path, const std::string& ext) {
   if (!ext.empty() && ext != ".json" && ext != ".pkl" && ext != ".pickle" &&
       !std::all_of(ext.begin() + 1, ext.end(), [](char c) { return c >= '0' && c <= '9'; }))
     return false;
-  std::string head = sniff(path, 4096);
-  if (!head.empty()) return looks_like_flight_recorder(head);
   const std::string name = fs::path(path).filename().string();
-  return name.starts_with("nccl_trace_rank_") || name.starts_with("_dump_");
+  const bool pytorch_name = name.starts_with("nccl_trace_rank_") || name.starts_with("_dump_");
+  std::string head = sniff(path, 4096);
+  if (looks_like_flight_recorder(head)) return true;
+  // Nothing, or (schema 1.x in JSON) an empty list of entries: a rank that wrote nothing.
+  const size_t first = head.find_first_not_of(" \t\r\n"), last = head.find_last_not_of(" \t\r\n");
+  const bool blank = first == std::string::npos || head.substr(first, last - first + 1) == "[]";
+  return blank && pytorch_name;
 }
 
 }  // namespace

@@ -397,6 +397,13 @@ void read_flight_recorder_value(const json& dump, int64_t global_rank, const std
     if (entries->size() > kMaxEntries) return report_error(report, "more than " + std::to_string(kMaxEntries) + " entries: not a dump", false);
     for (const json& e : *entries) read_entry(e, c);
   }
+  // Schema 1.x names no groups, but every process belongs to the default one (pg_id 0). Its
+  // ring buffer keeps the newest entries since the start, so a 1.x dump without any entry of
+  // the default group is a rank that enqueued nothing there.
+  if (dump.is_array() && !config.count("0")) {
+    config["0"].desc = "default_pg";
+    if (c.sequences["0"].newest < 0) c.sequences["0"] = {0, 0, -1};
+  }
   add_groups(status, c);
   if (config.empty() && status.empty() && (!entries || entries->empty()))
     report.notes.push_back("dump of rank " + std::to_string(global_rank) + " (" + name + ") holds no process group");
