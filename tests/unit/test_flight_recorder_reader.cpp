@@ -135,6 +135,19 @@ TEST(FlightRecorderReader, BadEntriesAreCountedAndTheRestKept) {
   EXPECT_EQ(d.fr_ops.size(), 2u);
 }
 
+TEST(FlightRecorderReader, DumpWithoutAnyGroupSaysSo) {
+  // Short dumps seen by users (87 bytes): a version and empty tables, nothing else.
+  json dump = json::parse(R"({"version": "2.9", "pg_config": {}, "pg_status": {}, "nccl_version": "2.27.3"})");
+  LocalData d;
+  InputReport report;
+  read_flight_recorder_value(dump, 7, "mem", "", d, report);
+  EXPECT_TRUE(report.error.empty());
+  EXPECT_TRUE(d.fr_groups.empty());
+  ASSERT_EQ(report.notes.size(), 1u);
+  EXPECT_NE(report.notes[0].find("holds no process group"), std::string::npos);
+  EXPECT_EQ(d.processes.at(0).rank, 7);  // known, so that a wait for it names an unusable dump
+}
+
 class FlightRecorderFiles : public ::testing::Test {
  protected:
   void SetUp() override {
