@@ -69,23 +69,30 @@ class MpiCommunicator final : public Communicator {
     std::vector<long long> sizes(size_);
     check(MPI_Allgather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, comm_),
           "MPI_Allgather");
-    std::vector<int> counts(size_), displs(size_);
-    long long total = 0;
-    for (int r = 0; r < size_; ++r) {
-      if (sizes[r] > INT_MAX || total + sizes[r] > INT_MAX)
-        throw std::runtime_error("exchange larger than 2 GiB; narrow --seq-window");
-      counts[r] = static_cast<int>(sizes[r]);
-      displs[r] = static_cast<int>(total);
-      total += sizes[r];
-    }
-    std::vector<char> all(static_cast<size_t>(total));
+    const Layout layout = layout_of(sizes);
+    std::vector<char> all(layout.total);
     check(MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
-                         counts.data(), displs.data(), MPI_BYTE, comm_),
+                         layout.counts.data(), layout.displs.data(), MPI_BYTE, comm_),
           "MPI_Allgatherv");
-    std::vector<std::vector<char>> out(size_);
-    for (int r = 0; r < size_; ++r)
-      out[r].assign(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
-    return out;
+    return split(all, layout);
+  }
+
+  std::vector<std::vector<char>> gather_bytes(const std::vector<char>& mine) override {
+    long long my_size = static_cast<long long>(mine.size());
+    std::vector<long long> sizes(rank_ == 0 ? size_ : 0);
+    check(MPI_Gather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, 0, comm_), "MPI_Gather");
+    if (rank_ != 0) {
+      check(MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, nullptr, nullptr, nullptr, MPI_BYTE,
+                        0, comm_),
+            "MPI_Gatherv");
+      return {};
+    }
+    const Layout layout = layout_of(sizes);
+    std::vector<char> all(layout.total);
+    check(MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), layout.counts.data(),
+                      layout.displs.data(), MPI_BYTE, 0, comm_),
+          "MPI_Gatherv");
+    return split(all, layout);
   }
 
   std::vector<char> broadcast_bytes(const std::vector<char>& from_root) override {
@@ -103,6 +110,31 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Where each rank's bytes lie in one buffer (MPI counts are ints: at most 2 GiB in all).
+  struct Layout {
+    std::vector<int> counts, displs;
+    size_t total = 0;
+  };
+
+  static Layout layout_of(const std::vector<long long>& sizes) {
+    Layout l;
+    long long total = 0;
+    for (long long n : sizes) {
+      if (n > INT_MAX || total + n > INT_MAX) throw std::runtime_error("exchange larger than 2 GiB; narrow --seq-window");
+      l.counts.push_back(static_cast<int>(n));
+      l.displs.push_back(static_cast<int>(total));
+      total += n;
+    }
+    l.total = static_cast<size_t>(total);
+    return l;
+  }
+
+  static std::vector<std::vector<char>> split(const std::vector<char>& all, const Layout& l) {
+    std::vector<std::vector<char>> out(l.counts.size());
+    for (size_t r = 0; r < out.size(); ++r) out[r].assign(all.begin() + l.displs[r], all.begin() + l.displs[r] + l.counts[r]);
+    return out;
+  }
+
   std::vector<uint64_t> reduce(const std::vector<uint64_t>& v, MPI_Op op) {
     std::vector<uint64_t> out(v.size());
     check(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_UINT64_T, op, comm_),

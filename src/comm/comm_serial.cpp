@@ -19,6 +19,7 @@ class SerialCommunicator final : public Communicator {
   std::vector<std::vector<char>> all_gather_bytes(const std::vector<char>& mine) override {
     return {mine};
   }
+  std::vector<std::vector<char>> gather_bytes(const std::vector<char>& mine) override { return {mine}; }
   std::vector<char> broadcast_bytes(const std::vector<char>& from_root) override {
     return from_root;
   }

@@ -35,6 +35,10 @@ class Communicator {
   // exchanged first, then the data).
   virtual std::vector<std::vector<char>> all_gather_bytes(const std::vector<char>& mine) = 0;
 
+  // Collective: every rank's bytes in rank order on rank 0 (sizes first, then MPI_Gatherv),
+  // nothing elsewhere. What only rank 0 uses travels only to it.
+  virtual std::vector<std::vector<char>> gather_bytes(const std::vector<char>& mine) = 0;
+
   // Collective: rank 0's bytes on every rank.
   virtual std::vector<char> broadcast_bytes(const std::vector<char>& from_root) = 0;
 

@@ -222,7 +222,7 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   std::vector<InputReport> inputs;
   // Node errors travel to rank 0, which reports each once.
   std::vector<std::string> node_errors;
-  for (const std::vector<char>& e : comm.all_gather_bytes(std::vector<char>(
+  for (const std::vector<char>& e : comm.gather_bytes(std::vector<char>(
            collected.node_error.begin(), collected.node_error.end())))
     if (!e.empty()) node_errors.emplace_back(e.begin(), e.end());
   const uint64_t failed_nodes = node_errors.size();

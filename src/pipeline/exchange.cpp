@@ -246,7 +246,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
 
 void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_window,
                          Observations* observations, std::vector<InputReport>* inputs) {
-  std::vector<std::vector<char>> blobs = comm.all_gather_bytes(pack_node_summary(mine));
+  std::vector<std::vector<char>> blobs = comm.gather_bytes(pack_node_summary(mine));
   *observations = Observations();
   observations->seq_window = seq_window;
   inputs->clear();

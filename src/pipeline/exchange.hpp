@@ -1,5 +1,5 @@
 // What every analyzer process sends to rank 0, and how it travels: a flat byte blob of
-// fixed-size records (sizes first, then data, through Communicator::all_gather_bytes).
+// fixed-size records (sizes first, then data, through Communicator::gather_bytes to rank 0).
 #pragma once
 
 #include <vector>
@@ -26,7 +26,7 @@ struct NodeSummary {
 std::vector<char> pack_node_summary(const NodeSummary& summary);
 NodeSummary unpack_node_summary(const std::vector<char>& bytes);  // throws on a bad blob
 
-// Collective: gathers every node's summary; on rank 0 returns the merged observations
+// Collective: gathers every node's summary to rank 0 (only it analyses); there returns the merged observations
 // (processes deduplicated by host, pid, rank and label, edge halves merged) and every input report.
 // Other ranks get empty results.
 void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_window,

@@ -47,6 +47,21 @@ TEST(Mpi, AllGatherBytesKeepsRankOrderAndSizes) {
   EXPECT_EQ(w.all_sum({1})[0], static_cast<uint64_t>(w.size()));
 }
 
+TEST(Mpi, GatherBytesReachesRankZeroOnlyInRankOrder) {
+  Communicator& w = test_world();
+  std::vector<char> mine(static_cast<size_t>(2 * w.rank()), static_cast<char>('a' + w.rank()));  // rank 0 sends none
+  std::vector<std::vector<char>> all = w.gather_bytes(mine);
+  if (w.rank() != 0) {
+    EXPECT_TRUE(all.empty());
+    return;
+  }
+  ASSERT_EQ(all.size(), static_cast<size_t>(w.size()));
+  for (int r = 0; r < w.size(); ++r) {
+    ASSERT_EQ(all[r].size(), static_cast<size_t>(2 * r));
+    if (r > 0) EXPECT_EQ(all[r][1], static_cast<char>('a' + r));
+  }
+}
+
 TEST(Mpi, GatherMergesTheTwoHalvesOfEveryConnection) {
   Communicator& w = test_world();
   const int n = w.size();
