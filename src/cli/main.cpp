@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   auto* input = a->add_option("--input", analyze.input,
                               "node-local data directory; {host}, {rank}, {job} expanded per "
                               "process (default $NCCL_CULPRIT_DIR, else /dev/shm/nccl-culprit/{job})");
+  a->add_option("--deadline", analyze.deadline_s,
+                "seconds any phase waits for a silent analyzer process (a node stuck in a hung file "
+                "system read); past it rank 0 writes the results of the others with status partial, "
+                "names the silent ones and ends the job with exit code 4 (default 60; 0: wait forever)")
+      ->check(CLI::NonNegativeNumber);
   auto* shared = a->add_option("--shared", analyze.shared,
                                "post-mortem data laid out as DIR/<host>/<files>, split across processes "
                                "(Flight Recorder dumps may also lie flat in DIR)");
@@ -90,7 +95,13 @@ int main(int argc, char** argv) {
     std::cerr << "nccl-culprit: cannot start MPI: " << e.what() << "\n";
     return kExitFailure;
   }
-  int code = run_analyze(analyze, *world);
+  int code = kExitFailure;
+  try {
+    code = run_analyze(analyze, *world);
+  } catch (const DeadlineError& e) {  // rank 0 itself went silent: nobody can write results
+    std::cerr << "nccl-culprit: " << e.what() << "\n";
+    world->abort(kExitSilentNodes);
+  }
   world.reset();  // finalises MPI before exit
   return code;
 }

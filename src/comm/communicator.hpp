@@ -7,10 +7,17 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace culprit {
+
+// A rank waited past the deadline for rank 0.
+class DeadlineError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Communicator {
  public:
@@ -44,6 +51,14 @@ class Communicator {
 
   // Ends the whole job after a fatal error on this rank alone (no collective possible).
   [[noreturn]] virtual void abort(int exit_code) = 0;
+
+  // How long any collective waits for a rank that does not answer (a node stuck in a hung
+  // file system read). Past it, rank 0 goes on without that rank: it gets no bytes from it
+  // and it is listed by silent_ranks(); the others go on as usual. A rank that waits that
+  // long for rank 0 ends the job (DeadlineError). <= 0: wait forever. Serial: no effect.
+  virtual void set_deadline(double /*seconds*/) {}
+  // On rank 0: the ranks that stayed silent past the deadline, in the order found.
+  virtual std::vector<int> silent_ranks() const { return {}; }
 };
 
 // Serial communicator: rank 0 of 1.

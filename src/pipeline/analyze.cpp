@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
@@ -40,6 +41,24 @@ void say(const std::string& text) {
   std::string line = "nccl-culprit: " + text + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+}
+
+// The analyzer processes that stayed silent past the deadline, named by the host each gave
+// at the start ("rank 3 on node003"; "rank 3" when it was silent from the start).
+std::string format_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+std::string silent_processes(const std::vector<int>& silent, const std::vector<std::string>& hosts) {
+  std::string out;
+  for (int r : silent) {
+    const auto i = static_cast<size_t>(r);
+    out += (out.empty() ? "" : ", ") + ("rank " + std::to_string(r)) +
+           (i < hosts.size() && !hosts[i].empty() ? " on " + hosts[i] : "");
+  }
+  return out;
 }
 
 // Fatal errors of this rank alone (no collective possible at that moment).
@@ -185,11 +204,24 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   if (o.local_only) serial = make_serial_communicator();
   Communicator& comm = o.local_only ? *serial : world;
 
+  // Every phase waits at most --deadline for each process (Communicator::set_deadline); the
+  // hosts gathered first name the silent ones.
+  comm.set_deadline(o.deadline_s);
+  std::vector<std::string> hosts;
+  for (const std::vector<char>& h : comm.gather_bytes(std::vector<char>(host.begin(), host.end())))
+    hosts.emplace_back(h.begin(), h.end());
+
   ReducePath reduce_path;
   if (!parse_reduce_path(o.reduce, &reduce_path)) {
     if (world.rank() == 0) std::cerr << "nccl-culprit: --reduce must be cpu, cuda or auto\n";
     return kExitUsage;
   }
+
+  // Tests of the deadline stop one analyzer process here, as a node stuck in a hung file
+  // system read would be (NCCL_CULPRIT_TEST_STOP_RANK=R: rank R sends itself SIGSTOP).
+  if (const char* stop = std::getenv("NCCL_CULPRIT_TEST_STOP_RANK"); stop && *stop && std::atoi(stop) == comm.rank() &&
+      comm.size() > 1)
+    std::raise(SIGSTOP);
 
   // Phase 1: read.
   Collected collected;
@@ -252,12 +284,20 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
       code = kExitNoData;
     } else {
       for (const std::string& e : node_errors) say("warning: " + e);
+      if (const std::vector<int> silent = comm.silent_ranks(); !silent.empty()) {
+        const std::string who = silent_processes(silent, hosts);
+        say(std::to_string(silent.size()) + " analyzer process(es) silent past --deadline " +
+            format_seconds(o.deadline_s) + ": " + who + "; writing the results of the others (status partial)");
+        notes.push_back("analyzer process(es) silent past the " + format_seconds(o.deadline_s) +
+                        " deadline, their nodes' data missing: " + who);
+      }
       for (const InputReport& in : inputs)
         if (!in.error.empty()) say("warning: " + in.path + ": " + in.error);
       try {
         if (failed_nodes)
           notes.push_back(std::to_string(failed_nodes) + " analyzer process(es) found no input");
-        AnalysisResults results = assemble(o, comm, world.transport(), obs, inputs, failed_nodes > 0,
+        AnalysisResults results = assemble(o, comm, world.transport(), obs, inputs,
+                                           failed_nodes > 0 || !comm.silent_ranks().empty(),
                                            collected.describe_input, local.reduce_path, notes);
         std::string output = o.output.empty() ? "nccl-culprit-{job}.h5" : o.output;
         if (o.local_only && world.size() > 1 && output.find("{rank}") == std::string::npos &&
@@ -274,6 +314,12 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     }
   }
   std::vector<uint64_t> shared_code = comm.all_max({static_cast<uint64_t>(code)});
+  // A silent process would hold every other one in MPI_Finalize: rank 0 ends the job.
+  if (comm.rank() == 0 && !comm.silent_ranks().empty()) {
+    std::fflush(stdout);
+    std::cout.flush();
+    comm.abort(kExitSilentNodes);
+  }
   return static_cast<int>(shared_code[0]);
 }
 

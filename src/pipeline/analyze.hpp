@@ -19,10 +19,12 @@ struct AnalyzeOptions {
   std::string output;         // default nccl-culprit-{job}.h5
   std::string json;
   bool quiet = false;
+  double deadline_s = 60;     // --deadline: how long a phase waits for a silent analyzer process
 };
 
-// Exit codes of CONTRACT.md.
-enum ExitCode : int { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitNoData = 3 };
+// Exit codes of CONTRACT.md, and 4: results written with status partial because some
+// analyzer processes stayed silent past --deadline (the job is then ended, silent ones too).
+enum ExitCode : int { kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitNoData = 3, kExitSilentNodes = 4 };
 
 // Collective over `comm`. Returns the exit code, the same on every rank.
 int run_analyze(const AnalyzeOptions& options, Communicator& comm);

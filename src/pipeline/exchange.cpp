@@ -258,6 +258,7 @@ void gather_observations(Communicator& comm, const NodeSummary& mine, int seq_wi
   std::vector<EdgeSummary> all_edges;
   FlightRecorderSeen fr_seen;
   for (const std::vector<char>& blob : blobs) {
+    if (blob.empty()) continue;  // an analyzer process silent past the deadline sent nothing
     NodeSummary node = unpack_node_summary(blob);
     std::vector<uint32_t> remap(node.processes.size());
     for (size_t i = 0; i < node.processes.size(); ++i) {

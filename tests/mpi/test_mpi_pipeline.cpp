@@ -62,6 +62,27 @@ TEST(Mpi, GatherBytesReachesRankZeroOnlyInRankOrder) {
   }
 }
 
+// With a deadline every collective runs point-to-point through rank 0 (the star): the same
+// results as MPI's own collectives while every rank answers, and nobody silent.
+TEST(Mpi, CollectivesUnderADeadlineGiveTheSameResults) {
+  Communicator& w = test_world();
+  w.set_deadline(30);
+  EXPECT_TRUE(w.all_agree(true));
+  EXPECT_FALSE(w.all_agree(w.rank() != w.size() - 1));
+  EXPECT_EQ(w.all_max({static_cast<uint64_t>(w.rank()), 7})[0], static_cast<uint64_t>(w.size() - 1));
+  EXPECT_EQ(w.all_sum({1, 2})[1], static_cast<uint64_t>(2 * w.size()));
+  std::vector<char> mine(static_cast<size_t>(w.rank() + 1), static_cast<char>('a' + w.rank()));
+  std::vector<std::vector<char>> all = w.all_gather_bytes(mine);
+  ASSERT_EQ(all.size(), static_cast<size_t>(w.size()));
+  for (int r = 0; r < w.size(); ++r) EXPECT_EQ(all[r], std::vector<char>(static_cast<size_t>(r + 1), static_cast<char>('a' + r)));
+  std::vector<std::vector<char>> at_root = w.gather_bytes(mine);
+  EXPECT_EQ(at_root.size(), w.rank() == 0 ? static_cast<size_t>(w.size()) : 0u);
+  std::vector<char> root_says = w.broadcast_bytes(w.rank() == 0 ? std::vector<char>{'o', 'k'} : std::vector<char>{});
+  EXPECT_EQ(root_says, (std::vector<char>{'o', 'k'}));
+  EXPECT_TRUE(w.silent_ranks().empty());
+  w.set_deadline(0);  // the other tests use MPI's collectives
+}
+
 TEST(Mpi, GatherMergesTheTwoHalvesOfEveryConnection) {
   Communicator& w = test_world();
   const int n = w.size();
