@@ -27,27 +27,26 @@ std::map<uint64_t, Group> groups_of(const Observations& obs) {
   std::map<uint64_t, std::vector<FrGroupMember>> listed;
   for (const FrGroupMember& m : obs.fr_members) listed[m.group].push_back(m);
   std::map<uint64_t, Group> groups;
-  std::map<std::pair<uint64_t, int64_t>, const FrGroupState*> state_of;
+  std::map<uint64_t, std::map<int64_t, const FrGroupState*>> states;  // group -> rank -> its state
   for (const FrGroupState& s : obs.fr_groups) {
     Group& g = groups[s.group];
     if (g.name.empty()) g.name = fr_text(s.name);
     if (g.desc.empty()) g.desc = fr_text(s.desc);
     g.p2p = g.p2p || s.has_p2p;
-    state_of[{s.group, s.global_rank}] = &s;
+    states[s.group].emplace(s.global_rank, &s);
   }
   for (auto& [id, g] : groups) {
     std::vector<FrGroupMember>& members = listed[id];
     std::sort(members.begin(), members.end(),
               [](const FrGroupMember& a, const FrGroupMember& b) { return a.group_rank < b.group_rank; });
+    const std::map<int64_t, const FrGroupState*>& of_rank = states[id];
     std::set<int64_t> seen;
     for (const FrGroupMember& m : members)
       if (seen.insert(m.global_rank).second) g.members.push_back({m.global_rank, nullptr});
-    for (const FrGroupState& s : obs.fr_groups)  // members a config did not list
-      if (s.group == id && seen.insert(s.global_rank).second) g.members.push_back({s.global_rank, nullptr});
-    for (Member& m : g.members) {
-      auto it = state_of.find({id, m.rank});
-      if (it != state_of.end()) m.state = it->second;
-    }
+    for (const auto& [rank, state] : of_rank)  // members a config did not list
+      if (seen.insert(rank).second) g.members.push_back({rank, nullptr});
+    for (Member& m : g.members)
+      if (auto it = of_rank.find(m.rank); it != of_rank.end()) m.state = it->second;
   }
   return groups;
 }
@@ -104,42 +103,68 @@ class Diagnosis {
     if (!why_waited_.count(to)) why_waited_[to] = why;
   }
 
+  // What each member's oldest unfinished collective is compared with, computed once per
+  // group so that a group of thousands costs a sort, not a product.
+  struct Progress {
+    std::vector<const Member*> by_enqueued;  // members with a status, the furthest behind first
+    std::vector<int64_t> unknown;            // members without a usable dump
+    const Member* most_completed[2] = {nullptr, nullptr};
+  };
+
+  static Progress progress_of(const Group& g) {
+    Progress p;
+    for (const Member& m : g.members) {
+      if (!counts(m.state)) {
+        p.unknown.push_back(m.rank);
+        continue;
+      }
+      p.by_enqueued.push_back(&m);
+      const int64_t done = m.state->last_completed;
+      if (!p.most_completed[0] || done > p.most_completed[0]->state->last_completed) {
+        p.most_completed[1] = p.most_completed[0];
+        p.most_completed[0] = &m;
+      } else if (!p.most_completed[1] || done > p.most_completed[1]->state->last_completed) {
+        p.most_completed[1] = &m;
+      }
+    }
+    std::stable_sort(p.by_enqueued.begin(), p.by_enqueued.end(), [](const Member* a, const Member* b) {
+      return a->state->last_enqueued < b->state->last_enqueued;
+    });
+    return p;
+  }
+
+  // Each waiting member points at no more than this many of the members it waits for, the
+  // furthest behind first: enough for the chains, and a group of thousands stays small.
+  static constexpr size_t kMaxWaitsPerMember = 16;
+
   void judge_collectives(uint64_t id, const Group& g) {
+    const Progress p = progress_of(g);
     bool stuck_noted = false;
     for (const Member& m : g.members) {
       if (!counts(m.state) || m.state->last_enqueued <= m.state->last_completed) continue;
       const int64_t next = m.state->last_completed + 1;
       const std::string where = group_title(g) + " " + collective_name(id, m.rank, next);
-      std::vector<int64_t> behind, unknown;
-      const Member* finished = nullptr;
-      for (const Member& q : g.members) {
-        if (q.rank == m.rank) continue;
-        if (!counts(q.state)) unknown.push_back(q.rank);
-        else if (q.state->last_enqueued < next) behind.push_back(q.rank);
-        else if (q.state->last_completed >= next && (!finished || q.state->last_completed > finished->state->last_completed))
-          finished = &q;
+      size_t behind = 0;
+      for (const Member* q : p.by_enqueued) {
+        if (q->state->last_enqueued >= next || behind == kMaxWaitsPerMember) break;
+        ++behind;
+        wait(m.rank, q->rank, "rank " + std::to_string(m.rank) + " waits for it in " + where +
+                                  " (it enqueued only up to " + std::to_string(q->state->last_enqueued) + ")");
       }
-      for (int64_t q : behind)
-        wait(m.rank, q, "rank " + std::to_string(m.rank) + " waits for it in " + where + " (it enqueued only up to " +
-                            std::to_string(state_in(g, q)->last_enqueued) + ")");
-      if (!behind.empty()) continue;
-      if (finished) {
+      if (behind > 0) continue;
+      const Member* finished = p.most_completed[0] == &m ? p.most_completed[1] : p.most_completed[0];
+      if (finished && finished->state->last_completed >= next) {
         stall(m.rank, "rank " + std::to_string(m.rank) + " stopped completing work: " + where +
                           " is enqueued but never completed on it, while rank " + std::to_string(finished->rank) +
                           " completed up to " + std::to_string(finished->state->last_completed));
-      } else if (!unknown.empty()) {
-        for (int64_t q : unknown) wait(m.rank, q, "rank " + std::to_string(m.rank) + " waits in " + where);
+      } else if (!p.unknown.empty()) {
+        for (size_t i = 0; i < p.unknown.size() && i < kMaxWaitsPerMember; ++i)
+          wait(m.rank, p.unknown[i], "rank " + std::to_string(m.rank) + " waits in " + where);
       } else if (!stuck_noted) {
         stuck_noted = true;
         stuck_.push_back(group_title(g) + " " + collective_name(id, m.rank, next));
       }
     }
-  }
-
-  static const FrGroupState* state_in(const Group& g, int64_t rank) {
-    for (const Member& m : g.members)
-      if (m.rank == rank) return m.state;
-    return nullptr;
   }
 
   void stall(int64_t rank, const std::string& reason) {

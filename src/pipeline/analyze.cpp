@@ -43,14 +43,14 @@ void say(const std::string& text) {
   std::fflush(stderr);
 }
 
-// The analyzer processes that stayed silent past the deadline, named by the host each gave
-// at the start ("rank 3 on node003"; "rank 3" when it was silent from the start).
 std::string format_seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g s", s);
   return buf;
 }
 
+// The analyzer processes that stayed silent past the deadline, named by the host each gave
+// at the start ("rank 3 on node003"; "rank 3" when it was silent from the start).
 std::string silent_processes(const std::vector<int>& silent, const std::vector<std::string>& hosts) {
   std::string out;
   for (int r : silent) {
@@ -275,6 +275,13 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     for (const InputReport& in : inputs) records += in.records;
     // Connections, or at least a snapshot of operations alive in a hang (a watchdog's, or
     // Flight Recorder dumps), are needed.
+    if (const std::vector<int> silent = comm.silent_ranks(); !silent.empty()) {
+      const std::string who = silent_processes(silent, hosts);
+      say(std::to_string(silent.size()) + " analyzer process(es) silent past --deadline " +
+          format_seconds(o.deadline_s) + ": " + who + "; going on with the others (status partial)");
+      notes.push_back("analyzer process(es) silent past the " + format_seconds(o.deadline_s) +
+                      " deadline, their nodes' data missing: " + who);
+    }
     if (records == 0 || (obs.edges.empty() && obs.inflight.empty() && obs.fr_groups.empty())) {
       // One line: the first node error says why, or else what was read.
       std::string why = !node_errors.empty()
@@ -284,13 +291,6 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
       code = kExitNoData;
     } else {
       for (const std::string& e : node_errors) say("warning: " + e);
-      if (const std::vector<int> silent = comm.silent_ranks(); !silent.empty()) {
-        const std::string who = silent_processes(silent, hosts);
-        say(std::to_string(silent.size()) + " analyzer process(es) silent past --deadline " +
-            format_seconds(o.deadline_s) + ": " + who + "; writing the results of the others (status partial)");
-        notes.push_back("analyzer process(es) silent past the " + format_seconds(o.deadline_s) +
-                        " deadline, their nodes' data missing: " + who);
-      }
       for (const InputReport& in : inputs)
         if (!in.error.empty()) say("warning: " + in.path + ": " + in.error);
       try {
@@ -314,11 +314,12 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     }
   }
   std::vector<uint64_t> shared_code = comm.all_max({static_cast<uint64_t>(code)});
-  // A silent process would hold every other one in MPI_Finalize: rank 0 ends the job.
+  // A silent process would hold every other one in MPI_Finalize: rank 0 ends the job, with
+  // exit code 4 where it wrote results, else the code of what went wrong.
   if (comm.rank() == 0 && !comm.silent_ranks().empty()) {
     std::fflush(stdout);
     std::cout.flush();
-    comm.abort(kExitSilentNodes);
+    comm.abort(shared_code[0] == kExitOk ? kExitSilentNodes : static_cast<int>(shared_code[0]));
   }
   return static_cast<int>(shared_code[0]);
 }
