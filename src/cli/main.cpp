@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/version.hpp"
+#include "mock/mock_source.hpp"
 #include "pipeline/analyze.hpp"
 
 int main(int argc, char** argv) {
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
   auto* shared = a->add_option("--shared", analyze.shared,
                                "post-mortem data laid out as DIR/<host>/<files>, split across processes "
                                "(Flight Recorder dumps may also lie flat in DIR)");
-  auto* mock = a->add_option("--mock", analyze.mock,
+  std::string mock_spec;
+  auto* mock = a->add_option("--mock", mock_spec,
                              "no files: simulate the cluster in memory (see `nccl-culprit mock --help`)");
   input->excludes(shared)->excludes(mock);
   shared->excludes(mock);
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
     std::cerr << "nccl-culprit: cannot start MPI: " << e.what() << "\n";
     return kExitFailure;
   }
+  if (!mock_spec.empty()) analyze.source = std::make_shared<mock::MockSource>(mock_spec);
   int code = kExitFailure;
   try {
     code = run_analyze(analyze, *world);

@@ -13,8 +13,6 @@
 #include "analysis/attribution.hpp"
 #include "core/version.hpp"
 #include "io/discover.hpp"
-#include "io/nccl_trace_reader.hpp"
-#include "mock/simulator.hpp"
 #include "output/results_io.hpp"
 #include "pipeline/exchange.hpp"
 #include "pipeline/local_stage.hpp"
@@ -74,15 +72,9 @@ struct Collected {
 
 Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string& host) {
   Collected c;
-  if (!o.mock.empty()) {
-    mock::Simulation sim(mock::Scenario::parse(o.mock));
-    std::vector<std::string> hosts = sim.hosts();
-    for (size_t node = 0; node < hosts.size(); ++node) {
-      if (static_cast<int>(node % static_cast<size_t>(comm.size())) != comm.rank()) continue;
-      for (const mock::RenderedFile& f : sim.render_host_nccl_json(static_cast<int>(node)))
-        read_nccl_trace_buffer(f.content, "mock:" + hosts[node] + "/" + f.name, hosts[node], c.data);
-    }
-    c.describe_input = "mock:" + o.mock;
+  if (o.source) {
+    o.source->read(comm.rank(), comm.size(), c.data);
+    c.describe_input = o.source->describe();
     return c;
   }
   Discovery d;

@@ -2,16 +2,18 @@
 // ending in an agreement so that one node's failure is a clean error everywhere.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "comm/communicator.hpp"
+#include "pipeline/local_source.hpp"
 
 namespace culprit {
 
 struct AnalyzeOptions {
   std::string input;          // --input template (node-local)
   std::string shared;         // --shared DIR
-  std::string mock;           // --mock SPEC
+  std::shared_ptr<LocalSource> source;  // data from elsewhere than files (--mock), else null
   std::string format = "auto";
   int seq_window = 20;
   bool local_only = false;

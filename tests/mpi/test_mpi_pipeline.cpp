@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mock/mock_source.hpp"
 #include "mock/simulator.hpp"
 #include "mpi_world.hpp"
 #include "output/results_io.hpp"
@@ -133,7 +134,7 @@ TEST(Mpi, AnalyzeMockFindsTheSlowLinkOnEveryRankCount) {
   Communicator& w = test_world();
   std::string dir = job_dir("mock");
   AnalyzeOptions o;
-  o.mock = "topology=ring,nodes=4,gpus=4,channels=2,seqs=8,seed=3,fault=slow_link:7-8";
+  o.source = std::make_shared<mock::MockSource>("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,seed=3,fault=slow_link:7-8");
   o.output = dir + "/out.h5";
   o.quiet = true;
   o.reduce = "cpu";
