@@ -24,8 +24,11 @@ std::string group_title(const Group& g) {
 
 // Every group of the dumps with its members and their states.
 std::map<uint64_t, Group> groups_of(const Observations& obs) {
-  std::map<uint64_t, std::vector<FrGroupMember>> listed;
-  for (const FrGroupMember& m : obs.fr_members) listed[m.group].push_back(m);
+  // group -> (group rank, global rank), from the member runs (a bad run counts for nothing).
+  std::map<uint64_t, std::vector<std::pair<int64_t, int64_t>>> listed;
+  for (const FrMemberRun& m : obs.fr_members)
+    for (int64_t i = 0; i < m.count && i < (int64_t{1} << 24); ++i)
+      listed[m.group].emplace_back(m.first_group_rank + i, m.first_rank + i * m.stride);
   std::map<uint64_t, Group> groups;
   std::map<uint64_t, std::map<int64_t, const FrGroupState*>> states;  // group -> rank -> its state
   for (const FrGroupState& s : obs.fr_groups) {
@@ -36,13 +39,12 @@ std::map<uint64_t, Group> groups_of(const Observations& obs) {
     states[s.group].emplace(s.global_rank, &s);
   }
   for (auto& [id, g] : groups) {
-    std::vector<FrGroupMember>& members = listed[id];
-    std::sort(members.begin(), members.end(),
-              [](const FrGroupMember& a, const FrGroupMember& b) { return a.group_rank < b.group_rank; });
+    std::vector<std::pair<int64_t, int64_t>>& members = listed[id];
+    std::sort(members.begin(), members.end());
     const std::map<int64_t, const FrGroupState*>& of_rank = states[id];
     std::set<int64_t> seen;
-    for (const FrGroupMember& m : members)
-      if (seen.insert(m.global_rank).second) g.members.push_back({m.global_rank, nullptr});
+    for (const auto& [group_rank, rank] : members)
+      if (seen.insert(rank).second) g.members.push_back({rank, nullptr});
     for (const auto& [rank, state] : of_rank)  // members a config did not list
       if (seen.insert(rank).second) g.members.push_back({rank, nullptr});
     for (Member& m : g.members)

@@ -89,7 +89,7 @@ struct Observations {
   // Flight Recorder dumps: how far each rank got in each process group (one per group and
   // process), the groups' members (one per group and global rank) and the ring entries.
   std::vector<FrGroupState> fr_groups;
-  std::vector<FrGroupMember> fr_members;
+  std::vector<FrMemberRun> fr_members;
   std::vector<FrOpRecord> fr_ops;
   int seq_window = 20;
 };

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace culprit {
 
@@ -55,13 +56,35 @@ struct FrGroupState {
 };
 static_assert(std::is_trivially_copyable_v<FrGroupState>);
 
-// One member of a process group (pg_config's `ranks`), in group-rank order.
-struct FrGroupMember {
+// Members of a process group (pg_config's `ranks`) as runs of evenly spaced global ranks:
+// group ranks first_group_rank, first_group_rank + 1, ... hold global ranks first_rank,
+// first_rank + stride, ... Parallel groups are such progressions, so a world of 16k ranks
+// travels as one record, not 16k.
+struct FrMemberRun {
   uint64_t group = 0;
-  int32_t global_rank = -1;
-  int32_t group_rank = -1;
+  int32_t first_rank = -1;
+  int32_t stride = 1;
+  int32_t count = 0;
+  int32_t first_group_rank = 0;
 };
-static_assert(std::is_trivially_copyable_v<FrGroupMember>);
+static_assert(std::is_trivially_copyable_v<FrMemberRun>);
+
+// The runs of a member list, in group-rank order.
+inline std::vector<FrMemberRun> fr_member_runs(uint64_t group, const std::vector<int64_t>& ranks) {
+  std::vector<FrMemberRun> runs;
+  for (size_t i = 0; i < ranks.size();) {
+    FrMemberRun run{group, static_cast<int32_t>(ranks[i]), 1, 1, static_cast<int32_t>(i)};
+    if (i + 1 < ranks.size()) {
+      run.stride = static_cast<int32_t>(ranks[i + 1] - ranks[i]);
+      while (i + static_cast<size_t>(run.count) < ranks.size() &&
+             ranks[i + static_cast<size_t>(run.count)] - ranks[i + static_cast<size_t>(run.count) - 1] == run.stride)
+        ++run.count;
+    }
+    runs.push_back(run);
+    i += static_cast<size_t>(run.count);
+  }
+  return runs;
+}
 
 enum class FrOpState : uint8_t { kScheduled = 0, kStarted = 1, kCompleted = 2 };
 

@@ -314,8 +314,7 @@ void add_group(const std::string& name, const GroupConfig& g, const GroupStatus*
   fr_copy_text(s.name, name);
   fr_copy_text(s.desc, g.desc);
   c.data.fr_groups.push_back(s);
-  for (size_t i = 0; i < g.ranks.size(); ++i)
-    c.data.fr_members.push_back({s.group, static_cast<int32_t>(g.ranks[i]), static_cast<int32_t>(i)});
+  for (const FrMemberRun& run : fr_member_runs(s.group, g.ranks)) c.data.fr_members.push_back(run);
   if (int32_t group_rank = group_rank_of(g, c.global_rank); group_rank >= 0)
     c.data.note_comm_rank(s.group, group_rank, c.process, false, 0, false);
   ++c.report.records;

@@ -110,7 +110,7 @@ class LocalData {
   std::vector<InflightRecord> inflight;  // probing nccl.inflight_ops: ops alive at a snapshot
   // PyTorch Flight Recorder dumps: per (rank, process group) state, members, ring entries.
   std::vector<FrGroupState> fr_groups;
-  std::vector<FrGroupMember> fr_members;
+  std::vector<FrMemberRun> fr_members;
   std::vector<FrOpRecord> fr_ops;
 
   // The statistics of (host, rank, device, qp_num), added on first sight.

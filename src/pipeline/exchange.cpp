@@ -89,7 +89,7 @@ std::vector<T> take(const std::vector<char>& in, size_t& at, uint64_t n) {
 // files) or a group's member list sent by several nodes counts once.
 struct FlightRecorderSeen {
   std::set<std::pair<uint64_t, uint32_t>> groups;   // (group, process)
-  std::set<std::pair<uint64_t, int32_t>> members;   // (group, global rank)
+  std::set<std::tuple<uint64_t, int32_t, int32_t, int32_t, int32_t>> members;  // member runs
   std::set<uint32_t> processes_with_ops;            // processes whose entries are held
 };
 
@@ -100,8 +100,8 @@ void merge_flight_recorder(const NodeSummary& node, const std::vector<uint32_t>&
     g.process = remap[g.process];
     if (seen.groups.insert({g.group, g.process}).second) obs.fr_groups.push_back(g);
   }
-  for (const FrGroupMember& m : node.fr_members)
-    if (seen.members.insert({m.group, m.global_rank}).second) obs.fr_members.push_back(m);
+  for (const FrMemberRun& m : node.fr_members)
+    if (seen.members.insert({m.group, m.first_group_rank, m.first_rank, m.stride, m.count}).second) obs.fr_members.push_back(m);
   for (FrOpRecord r : node.fr_ops) {
     r.process = remap[r.process];
     if (seen.processes_with_ops.count(r.process)) continue;
@@ -235,7 +235,7 @@ NodeSummary unpack_node_summary(const std::vector<char>& bytes) {
   }
   if (next != gaps.size()) throw std::runtime_error("exchange blob: gap section longer than its counts");
   s.fr_groups = take<FrGroupState>(bytes, at, header[0].n_fr_groups);
-  s.fr_members = take<FrGroupMember>(bytes, at, header[0].n_fr_members);
+  s.fr_members = take<FrMemberRun>(bytes, at, header[0].n_fr_members);
   s.fr_ops = take<FrOpRecord>(bytes, at, header[0].n_fr_ops);
   for (const FrGroupState& g : s.fr_groups)
     if (g.process >= s.processes.size()) throw std::runtime_error("exchange blob: bad Flight Recorder process index");

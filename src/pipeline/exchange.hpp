@@ -19,7 +19,7 @@ struct NodeSummary {
   std::vector<P2pCallCount> p2p_calls;     // process = index into this node's processes
   std::vector<InflightRecord> inflight;    // process = index into this node's processes
   std::vector<FrGroupState> fr_groups;     // process = index into this node's processes
-  std::vector<FrGroupMember> fr_members;   // one per (group, global rank)
+  std::vector<FrMemberRun> fr_members;     // runs of each group's members, each once
   std::vector<FrOpRecord> fr_ops;          // process = index into this node's processes
 };
 

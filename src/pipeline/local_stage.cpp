@@ -169,10 +169,10 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   s.inflight = data.inflight;
   s.fr_groups = data.fr_groups;
   s.fr_ops = data.fr_ops;
-  // Every dump of a node names its groups' members: each (group, rank) travels once.
-  std::set<std::pair<uint64_t, int32_t>> members;
-  for (const FrGroupMember& m : data.fr_members)
-    if (members.insert({m.group, m.global_rank}).second) s.fr_members.push_back(m);
+  // Every dump of a node names its groups' members: each run travels once.
+  std::set<std::tuple<uint64_t, int32_t, int32_t, int32_t, int32_t>> members;
+  for (const FrMemberRun& m : data.fr_members)
+    if (members.insert({m.group, m.first_group_rank, m.first_rank, m.stride, m.count}).second) s.fr_members.push_back(m);
   for (const QpStat& q : data.qp_stats)
     s.qps.push_back({q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns});
   return result;

@@ -18,8 +18,8 @@ struct Dumps {
   }
   // A group and its members, in group-rank order.
   void group(const std::string& name, const std::vector<int32_t>& ranks) {
-    for (size_t i = 0; i < ranks.size(); ++i)
-      obs.fr_members.push_back({fr_group_hash(name), ranks[i], static_cast<int32_t>(i)});
+    for (const FrMemberRun& run : fr_member_runs(fr_group_hash(name), std::vector<int64_t>(ranks.begin(), ranks.end())))
+      obs.fr_members.push_back(run);
   }
   void state(const std::string& name, int32_t rank, int64_t enqueued, int64_t completed, bool p2p = false) {
     FrGroupState s;

@@ -70,9 +70,27 @@ TEST(FlightRecorderReader, Schema210JsonForm) {
   EXPECT_EQ(d.fr_ops[1].peer_global_rank, 1);  // group rank 0 of [1, 5]
   EXPECT_TRUE(d.fr_ops[1].is_send);
   EXPECT_EQ(d.fr_ops[1].state, FrOpState::kStarted);
-  EXPECT_EQ(d.fr_members.size(), 6u);
+  ASSERT_EQ(d.fr_members.size(), 2u);  // [4, 5, 6, 7] and [1, 5]: one run each
+  EXPECT_EQ(d.fr_members[0].count, 4);
+  EXPECT_EQ(d.fr_members[1].stride, 4);
   ASSERT_EQ(d.comm_ranks.size(), 2u);  // rank 5 is group rank 1 of both groups
   EXPECT_EQ(d.comm_ranks[0].rank, 1);
+}
+
+TEST(FlightRecorderReader, MemberListsTravelAsRunsOfEvenlySpacedRanks) {
+  std::vector<FrMemberRun> runs = fr_member_runs(1, {0, 2, 4, 6, 7, 9, 3});
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].first_rank, 0);
+  EXPECT_EQ(runs[0].stride, 2);
+  EXPECT_EQ(runs[0].count, 4);
+  EXPECT_EQ(runs[1].first_rank, 7);
+  EXPECT_EQ(runs[1].count, 2);
+  EXPECT_EQ(runs[1].first_group_rank, 4);
+  EXPECT_EQ(runs[2].first_rank, 3);
+  EXPECT_EQ(runs[2].count, 1);
+  std::vector<int64_t> world(16384);
+  for (size_t i = 0; i < world.size(); ++i) world[i] = static_cast<int64_t>(i);
+  EXPECT_EQ(fr_member_runs(1, world).size(), 1u);
 }
 
 TEST(FlightRecorderReader, GroupsWithoutEntriesAreMatchedByCreationOrder) {
