@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,11 +39,10 @@ std::optional<int64_t> integer_of(const json& v) {
   }
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    if (s.empty() || s.size() > 19) return std::nullopt;
-    size_t i = s[0] == '-' ? 1 : 0;
-    if (i == s.size() || !std::all_of(s.begin() + static_cast<std::ptrdiff_t>(i), s.end(), [](unsigned char c) { return std::isdigit(c); }))
-      return std::nullopt;
-    return std::stoll(s);
+    int64_t n = 0;
+    auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (error != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+    return n;
   }
   return std::nullopt;
 }
@@ -64,7 +65,7 @@ std::optional<std::vector<int64_t>> rank_list_of(const json& v) {
   if (v.is_array()) {
     for (const json& r : v) {
       auto n = integer_of(r);
-      if (!n || *n < 0) return std::nullopt;
+      if (!n || *n < 0 || *n > INT32_MAX) return std::nullopt;
       ranks.push_back(*n);
     }
     return ranks;
@@ -77,7 +78,7 @@ std::optional<std::vector<int64_t>> rank_list_of(const json& v) {
     if (std::isdigit(static_cast<unsigned char>(s[i]))) {
       size_t end = i;
       while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
-      if (end - i > 12) return std::nullopt;
+      if (end - i > 9) return std::nullopt;  // ranks are 32-bit in the records
       ranks.push_back(std::stoll(s.substr(i, end - i)));
       i = end;
     } else if (s[i] == ',' || s[i] == ' ') {
@@ -445,6 +446,8 @@ void read_flight_recorder_file(const std::string& path, const std::string& host,
     report_error(report, std::string("cannot decode the pickle: ") + e.what(), true);
   } catch (const json::exception& e) {
     report_error(report, std::string("cannot parse as JSON: ") + e.what(), true);
+  } catch (const std::exception& e) {  // out of memory, or a value no check foresaw: still one file's error
+    report_error(report, std::string("cannot read the dump: ") + e.what(), false);
   }
   data.inputs.push_back(std::move(report));
 }

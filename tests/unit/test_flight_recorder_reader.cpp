@@ -153,6 +153,17 @@ TEST(FlightRecorderReader, BadEntriesAreCountedAndTheRestKept) {
   EXPECT_EQ(d.fr_ops.size(), 2u);
 }
 
+TEST(FlightRecorderReader, NumbersOutOfRangeAreUnknownNotFatal) {
+  json dump = dump_2_10();
+  dump["pg_status"]["0"]["last_enqueued_collective"] = "99999999999999999999";
+  dump["pg_config"]["9"]["ranks"] = "[1, 99999999999]";
+  LocalData d;
+  InputReport report;
+  read_flight_recorder_value(dump, 5, "mem", "", d, report);
+  EXPECT_EQ(group_named(d, "0")->last_enqueued, -1);
+  EXPECT_EQ(report.reject_reasons["pg_config ranks that are not a list of ranks"], 1u);
+}
+
 TEST(FlightRecorderReader, DumpWithoutAnyGroupSaysSo) {
   // Short dumps seen by users (87 bytes): a version and empty tables, nothing else.
   json dump = json::parse(R"({"version": "2.9", "pg_config": {}, "pg_status": {}, "nccl_version": "2.27.3"})");
