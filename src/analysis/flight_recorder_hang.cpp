@@ -62,6 +62,7 @@ class Diagnosis {
       : obs_(obs), process_of_rank_(process_of_rank) {
     for (const FrGroupState& s : obs.fr_groups) {
       dumped_.insert(s.global_rank);
+      if (counts(&s)) with_progress_.insert(s.global_rank);
       if (counts(&s) && s.last_enqueued > s.last_completed) unfinished_.insert(s.global_rank);
     }
     for (const FrOpRecord& r : obs.fr_ops) {
@@ -109,15 +110,18 @@ class Diagnosis {
   // group so that a group of thousands costs a sort, not a product.
   struct Progress {
     std::vector<const Member*> by_enqueued;  // members with a status, the furthest behind first
-    std::vector<int64_t> unknown;            // members without a usable dump
+    // Members whose progress no dump tells: none, or none usable, or one whose every group
+    // status is unknown (named groups it could not be matched to). A member with a status in
+    // other groups but not this one says nothing here.
+    std::vector<int64_t> unknown;
     const Member* most_completed[2] = {nullptr, nullptr};
   };
 
-  static Progress progress_of(const Group& g) {
+  Progress progress_of(const Group& g) const {
     Progress p;
     for (const Member& m : g.members) {
       if (!counts(m.state)) {
-        p.unknown.push_back(m.rank);
+        if (!with_progress_.count(m.rank)) p.unknown.push_back(m.rank);
         continue;
       }
       p.by_enqueued.push_back(&m);
@@ -259,6 +263,7 @@ class Diagnosis {
   const Observations& obs_;
   const std::function<uint32_t(int64_t, const std::string&)>& process_of_rank_;
   std::set<int64_t> dumped_;      // ranks with a usable dump
+  std::set<int64_t> with_progress_;  // ranks with a known status in some group
   std::set<int64_t> unfinished_;  // ranks with an unfinished collective or entry
   std::set<int64_t> with_file_;   // ranks any input names (an unusable dump included)
   std::map<uint64_t, std::vector<const FrOpRecord*>> collectives_of_group_;

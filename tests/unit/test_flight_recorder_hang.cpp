@@ -117,6 +117,25 @@ TEST(FlightRecorderHang, MissingDumpThatOthersWaitForIsARoot) {
   EXPECT_TRUE(d.waits(v, 1, 2));
 }
 
+TEST(FlightRecorderHang, AStatusUnknownInOneGroupOnlyNamesNobody) {
+  // Rank 2's dump has a status for group t but none it could match for world (a named
+  // group without entries): its progress in world is unknown, not stopped.
+  Dumps d(3);
+  d.group("world", {0, 1, 2});
+  d.group("t", {1, 2});
+  d.state("world", 0, 5, 4);
+  d.state("world", 1, 5, 4);
+  FrGroupState unmatched;
+  unmatched.group = fr_group_hash("world");
+  unmatched.process = 2;
+  unmatched.global_rank = 2;
+  d.obs.fr_groups.push_back(unmatched);
+  d.state("t", 2, 8, 8);
+  d.state("t", 1, 8, 8);
+  FlightRecorderVerdict v = d.judge();
+  EXPECT_TRUE(v.stopped.empty());
+}
+
 TEST(FlightRecorderHang, EveryMemberInsideOneCollectiveNamesNobody) {
   Dumps d(2);
   d.group("tp", {0, 1});
