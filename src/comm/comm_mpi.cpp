@@ -219,18 +219,37 @@ class MpiCommunicator final : public Communicator {
     return true;
   }
 
+  // Rank 0 sends `bytes` to every live rank. A rank that stops taking them (stopped since
+  // it last sent) is silent from then on: its send is left behind, as the job ends anyway.
+  void send_to_live_ranks(const std::vector<char>& bytes, int tag) {
+    std::vector<std::pair<int, MPI_Request>> sends;
+    for (int r = 1; r < size_; ++r) {
+      if (is_silent(r)) continue;
+      sends.emplace_back(r, MPI_REQUEST_NULL);
+      check(MPI_Isend(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, r, tag, comm_, &sends.back().second),
+            "MPI_Isend");
+    }
+    const Clock::time_point end = until(1.0);
+    while (!sends.empty()) {
+      std::erase_if(sends, [](std::pair<int, MPI_Request>& s) {
+        int done = 0;
+        check(MPI_Test(&s.second, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      });
+      if (sends.empty()) break;
+      if (Clock::now() > end) {
+        for (const auto& [r, request] : sends) silent_.push_back(r);
+        break;
+      }
+      pause();
+    }
+  }
+
   // Rank 0's bytes on every live rank.
   std::vector<char> star_reply(const std::vector<char>& from_root) {
     const int tag = next_tag();
     if (rank_ == 0) {
-      std::vector<MPI_Request> sends;
-      for (int r = 1; r < size_; ++r) {
-        if (is_silent(r)) continue;
-        sends.emplace_back();
-        check(MPI_Isend(from_root.data(), static_cast<int>(from_root.size()), MPI_BYTE, r, tag, comm_, &sends.back()),
-              "MPI_Isend");
-      }
-      check(MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      send_to_live_ranks(from_root, tag);
       return from_root;
     }
     const Clock::time_point end = until(3.0);
