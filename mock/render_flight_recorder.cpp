@@ -117,9 +117,10 @@ json time_or_none(double ns, bool known, bool json_form) {
   return json(static_cast<int64_t>(kEpochBaseNs + ns));
 }
 
-json entry_of(const Op& op, int64_t record_id, const FlightRecorderExport& how, bool mismatched) {
+// `elements`: the float elements of the scenario's per-rank message (doubled where a rank
+// is made to mismatch).
+json entry_of(const Op& op, int64_t record_id, const FlightRecorderExport& how, int64_t elements) {
   const bool p2p = op.c->name == "Send" || op.c->name == "Recv";
-  const int64_t elements = int64_t{4096} * (mismatched ? 2 : 1);  // the simulator's sizes are per channel: one tensor shape
   json e;
   e["record_id"] = record_id;
   e["pg_id"] = op.group->local_id;
@@ -152,7 +153,7 @@ json entry_of(const Op& op, int64_t record_id, const FlightRecorderExport& how, 
 // The entries the dump holds: the newest `buffer` operations, only the unfinished ones unless
 // every entry is asked for (schema 1.x dumps hold all: they have no pg_status to say what
 // completed).
-json entries_of(const std::vector<Op>& ops, int rank, const FlightRecorderExport& how) {
+json entries_of(const std::vector<Op>& ops, int rank, int64_t elements, const FlightRecorderExport& how) {
   const bool all = !how.only_active || how.version.rfind("1.", 0) == 0;
   const size_t first = ops.size() > how.buffer ? ops.size() - how.buffer : 0;
   int64_t newest_unfinished = -1;
@@ -162,7 +163,7 @@ json entries_of(const std::vector<Op>& ops, int rank, const FlightRecorderExport
   for (size_t i = first; i < ops.size(); ++i) {
     if (!all && ops[i].completed) continue;
     const bool mismatched = how.mismatch.count(rank) && static_cast<int64_t>(i) == newest_unfinished;
-    entries.push_back(entry_of(ops[i], static_cast<int64_t>(i), how, mismatched));
+    entries.push_back(entry_of(ops[i], static_cast<int64_t>(i), how, mismatched ? 2 * elements : elements));
   }
   return entries;
 }
@@ -173,7 +174,8 @@ json dump_of(const Simulation& sim, int rank, const FlightRecorderExport& how) {
   std::map<uint64_t, Group> groups = groups_of(sim, rank);
   const double dump_ns = std::isfinite(sim.dump_time_ns()) ? sim.dump_time_ns() : INFINITY;
   const std::vector<Op> ops = ops_of(sim, rank, dump_ns, groups);
-  json entries = entries_of(ops, rank, how);
+  const auto elements = static_cast<int64_t>(std::max<uint64_t>(1, sim.scenario().bytes / 4));
+  json entries = entries_of(ops, rank, elements, how);
   if (how.version.rfind("1.", 0) == 0) return entries;
   json dump;
   dump["version"] = how.version;

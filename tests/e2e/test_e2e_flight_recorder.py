@@ -195,7 +195,7 @@ class SimulatedDumps(unittest.TestCase):
         self.assertIn("rank 6's dump could not be used", r.stdout)
 
     def test_mismatch_is_reported_with_both_sides(self):
-        _, v, named = self.verdict("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,fault=hang:6",
+        _, v, named = self.verdict("topology=ring,nodes=4,gpus=4,channels=2,seqs=8,bytes=16K,fault=hang:6",
                                    "flight-recorder+mismatch=3")
         self.assertEqual(named, [(6, "hang")], v["notes"])
         lines = [n for n in v["notes"] if "mismatch in group 0" in n]
