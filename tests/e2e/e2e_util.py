@@ -143,6 +143,9 @@ def main():
         program = unittest.main(module="__main__", argv=[sys.argv[0]] + rest, exit=False,
                                 verbosity=2)
         result = program.result
+        # One line per skipped test for the skip report (tests/skip_report.py).
+        for test, reason in result.skipped:
+            print("SKIP %s: %s" % (test.id(), reason))
         print("\nsummary: %d run, %d failures, %d errors, %d skipped -> %s"
               % (result.testsRun, len(result.failures), len(result.errors),
                  len(result.skipped), "OK" if result.wasSuccessful() else "FAILED"))

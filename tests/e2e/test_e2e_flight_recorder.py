@@ -40,7 +40,7 @@ def truth():
 
 
 @unittest.skipUnless(os.path.isfile(os.path.join(NVRX, "ground_truth.json")),
-                     "real Flight Recorder dumps not found at %s" % NVRX)
+                     "real Flight Recorder dumps not found at %s (shared data, not part of the repo)" % NVRX)
 class NvrxDumps(unittest.TestCase):
     def flat_copy(self, scenario):
         folder = u.scratch("fr-" + scenario)

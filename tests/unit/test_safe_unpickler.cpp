@@ -423,7 +423,7 @@ std::string slurp(const std::filesystem::path& p) {
 TEST(SafeUnpicklerRealDumps, ParseWithTopLevelKeys) {
   const auto dir = fr_data_dir();
   const auto dumps = real_dumps(dir);
-  if (dumps.empty()) GTEST_SKIP() << "real Flight Recorder dumps not found at " << dir;
+  if (dumps.empty()) GTEST_SKIP() << "real Flight Recorder dumps not found at " << dir << " (shared data, not part of the repo)";
   for (const auto& path : dumps) {
     const std::string bytes = slurp(path);
     EXPECT_TRUE(looks_like_pickle(bytes)) << path;
@@ -439,7 +439,7 @@ TEST(SafeUnpicklerRealDumps, ParseWithTopLevelKeys) {
 TEST(SafeUnpicklerRealDumps, TruncationAtEveryByteRefused) {
   const auto dir = fr_data_dir();
   const auto dumps = real_dumps(dir);
-  if (dumps.empty()) GTEST_SKIP() << "real Flight Recorder dumps not found at " << dir;
+  if (dumps.empty()) GTEST_SKIP() << "real Flight Recorder dumps not found at " << dir << " (shared data, not part of the repo)";
   const std::string bytes = slurp(dumps.front());
   ASSERT_NO_THROW(unpickle_plain(bytes));
   size_t refused = 0;
