@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -122,6 +123,14 @@ class MpiCommunicator final : public Communicator {
   [[noreturn]] void abort(int exit_code) override {
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::exit(exit_code);
+  }
+
+  [[noreturn]] void await_end_by_root(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const Clock::time_point end = until(3.0);
+    while (Clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::_Exit(exit_code);  // no MPI_Finalize, no destructors that could reach MPI
   }
 
  private:

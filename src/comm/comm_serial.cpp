@@ -24,6 +24,7 @@ class SerialCommunicator final : public Communicator {
     return from_root;
   }
   [[noreturn]] void abort(int exit_code) override { std::exit(exit_code); }
+  [[noreturn]] void await_end_by_root(int exit_code) override { std::exit(exit_code); }
 };
 
 }  // namespace

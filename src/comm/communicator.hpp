@@ -52,6 +52,13 @@ class Communicator {
   // Ends the whole job after a fatal error on this rank alone (no collective possible).
   [[noreturn]] virtual void abort(int exit_code) = 0;
 
+  // A live rank of a job that rank 0 is about to end with abort() because some rank stayed
+  // silent: waits, outside MPI, until that abort ends this process. It must not reach
+  // MPI_Finalize, whose closing fence waits for the silent rank too and which Open MPI's
+  // launcher can crash tearing down when the abort arrives mid-fence. Should rank 0's abort
+  // never come, exits with `exit_code` after 3 x the deadline. Serial: exits at once.
+  [[noreturn]] virtual void await_end_by_root(int exit_code) = 0;
+
   // How long any collective waits for a rank that does not answer (a node stuck in a hung
   // file system read). Past it, rank 0 goes on without that rank: it gets no bytes from it
   // and it is listed by silent_ranks(); the others go on as usual. A rank that waits that

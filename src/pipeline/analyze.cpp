@@ -305,15 +305,21 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
       }
     }
   }
-  std::vector<uint64_t> shared_code = comm.all_max({static_cast<uint64_t>(code)});
+  // Only rank 0 knows who stayed silent; the max tells every live rank whether anyone did.
+  const std::vector<uint64_t> shared =
+      comm.all_max({static_cast<uint64_t>(code), static_cast<uint64_t>(comm.silent_ranks().size())});
+  const int shared_code = static_cast<int>(shared[0]);
   // A silent process would hold every other one in MPI_Finalize: rank 0 ends the job, with
-  // exit code 4 where it wrote results, else the code of what went wrong.
-  if (comm.rank() == 0 && !comm.silent_ranks().empty()) {
-    std::fflush(stdout);
+  // exit code 4 where it wrote results, else the code of what went wrong, and the others
+  // wait outside MPI to be ended by it.
+  if (shared[1] > 0) {
+    const int end_code = shared_code == kExitOk ? kExitSilentNodes : shared_code;
     std::cout.flush();
-    comm.abort(shared_code[0] == kExitOk ? kExitSilentNodes : static_cast<int>(shared_code[0]));
+    std::fflush(stdout);
+    if (comm.rank() == 0) comm.abort(end_code);
+    comm.await_end_by_root(end_code);
   }
-  return static_cast<int>(shared_code[0]);
+  return shared_code;
 }
 
 }  // namespace culprit
