@@ -14,6 +14,7 @@ packages=(
   shellcheck
   clang-14 libclang-rt-14-dev
   slurm-wlm munge
+  chromium chromium-driver python3-selenium python3-pil fonts-dejavu-core
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
@@ -44,15 +45,54 @@ int run_mock_command(const MockOptions& options) {
   return kExitOk;
 }
 
-int run_report_command(const std::string& file) {
+int run_report_command(const std::string& file, const std::string& html) {
   try {
     AnalysisResults results = read_results_h5(file);
-    render_report(results, std::cout);
+    if (html.empty()) {
+      render_report(results, std::cout);
+    } else {
+      write_results_html(results, html);
+      std::cout << "wrote " << html << "\n";
+    }
   } catch (const std::exception& e) {
     std::cerr << "nccl-culprit: " << e.what() << "\n";
     return kExitFailure;
   }
   return kExitOk;
+}
+
+}  // namespace culprit
+
+namespace culprit {
+namespace {
+
+// One shell word: as is when it holds only characters no shell treats specially, else in
+// single quotes (a quote inside becomes '\'').
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                       "0123456789_./:=,+-@%") == std::string::npos;
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::string reproduce_command(const AnalyzeOptions& o, const std::string& mock_spec, int analyzer_ranks) {
+  std::string cmd;
+  if (analyzer_ranks > 1) {
+    const bool slurm = std::getenv("SLURM_JOB_ID") != nullptr;
+    cmd = (slurm ? "srun --ntasks-per-node=1 -n " : "mpirun -np ") + std::to_string(analyzer_ranks) + " ";
+  }
+  cmd += "nccl-culprit analyze";
+  if (!mock_spec.empty()) cmd += " --mock " + shell_word(mock_spec);
+  else if (!o.shared.empty()) cmd += " --shared " + shell_word(o.shared);
+  else if (!o.input.empty()) cmd += " --input " + shell_word(o.input);
+  if (o.format != "auto") cmd += " --format " + shell_word(o.format);
+  cmd += " --seq-window " + std::to_string(o.seq_window);
+  if (o.local_only) cmd += " --local-only";
+  return cmd;
 }
 
 }  // namespace culprit

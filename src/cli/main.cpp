@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
   a->add_option("--output", analyze.output,
                 "HDF5 results written by analyzer rank 0 (default nccl-culprit-{job}.h5)");
   a->add_option("--json", analyze.json, "also write the verdict as JSON");
+  a->add_option("--html", analyze.html,
+                "also draw the verdict as one self-contained HTML page (open it in any browser, offline)");
   a->add_flag("--quiet", analyze.quiet, "no text report on stdout");
 
   MockOptions mock_options;
@@ -76,9 +78,11 @@ int main(int argc, char** argv) {
                 "dumps); e.g. flight-recorder+json+v2.10");
   m->footer(mock_scenario_help());
 
-  std::string report_file;
-  CLI::App* r = app.add_subcommand("report", "Print the text report of a results file");
+  std::string report_file, report_html;
+  CLI::App* r = app.add_subcommand("report", "Print the text report of a results file, or draw it as HTML");
   r->add_option("file", report_file, "FILE.h5 written by `nccl-culprit analyze`")->required();
+  r->add_option("--html", report_html,
+                "write the self-contained HTML picture of the verdict to this file instead of printing");
 
   for (CLI::App* sub : {a, m, r}) sub->failure_message(one_line);
   try {
@@ -89,7 +93,7 @@ int main(int argc, char** argv) {
   }
 
   if (*m) return run_mock_command(mock_options);
-  if (*r) return run_report_command(report_file);
+  if (*r) return run_report_command(report_file, report_html);
   std::unique_ptr<Communicator> world;
   try {
     world = make_world_communicator(&argc, &argv);
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   if (!mock_spec.empty()) analyze.source = std::make_shared<mock::MockSource>(mock_spec);
+  analyze.command = reproduce_command(analyze, mock_spec, world->size());
   int code = kExitFailure;
   try {
     code = run_analyze(analyze, *world);

@@ -90,6 +90,7 @@ struct RunInfo {
   std::string status = "ok";        // ok | partial
   std::string reduce_path = "cpu";  // cpu | cuda (extra attribute)
   std::string mpi_transport;        // what carried the tool's own MPI traffic (extra attribute)
+  std::string command;              // the command line that reproduces this verdict (extra attribute)
   std::vector<std::string> notes;   // human-readable remarks for the report (not in HDF5)
 };
 

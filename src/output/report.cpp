@@ -7,15 +7,16 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "output/chains.hpp"
+#include "output/process_directory.hpp"
 #include "output/results_io.hpp"
+#include "output/text_format.hpp"
 
 namespace culprit {
 namespace {
@@ -28,87 +29,6 @@ constexpr std::size_t kWorstEdges = 3;
 constexpr std::size_t kMaxInputLines = 6;
 constexpr std::size_t kMaxNotes = 15;
 constexpr std::size_t kLineWidth = 100;
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buf[512];
-  va_list args;
-  va_start(args, fmt);
-  const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
-  va_end(args);
-  if (n < 0) return {};
-  if (static_cast<std::size_t>(n) < sizeof buf)
-    return std::string(buf, static_cast<std::size_t>(n));
-  std::string out(static_cast<std::size_t>(n) + 1, '\0');
-  va_start(args, fmt);
-  std::vsnprintf(out.data(), out.size(), fmt, args);
-  va_end(args);
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
-
-std::string duration(uint64_t ns) {
-  if (ns < 1000) return format("%" PRIu64 " ns", ns);
-  const double v = static_cast<double>(ns);
-  if (ns < 1000000) return format("%.1f us", v / 1e3);
-  if (ns < 1000000000) return format("%.1f ms", v / 1e6);
-  return format("%.2f s", v / 1e9);
-}
-
-std::string plural(uint64_t n, const char* one, const char* many) {
-  return format("%" PRIu64 " %s", n, n == 1 ? one : many);
-}
-
-// Lookups by process id (the process table's row index in practice, but do not rely on it).
-class Processes {
- public:
-  explicit Processes(const AnalysisResults& r) : results_(r) {
-    for (std::size_t i = 0; i < r.processes.size(); ++i) by_id_[r.processes[i].process_id] = i;
-    for (const CommRankRow& c : r.comm_ranks) {
-      auto [it, inserted] = widest_rank_.try_emplace(c.process_id, &c);
-      const CommRankRow* best = it->second;
-      if (!inserted && (c.n_ranks > best->n_ranks ||
-                        (c.n_ranks == best->n_ranks && c.comm_hash < best->comm_hash))) {
-        it->second = &c;
-      }
-    }
-  }
-
-  const ProcessRow* find(int64_t id) const {
-    if (id < 0 || id > UINT32_MAX) return nullptr;
-    auto it = by_id_.find(static_cast<uint32_t>(id));
-    return it == by_id_.end() ? nullptr : &results_.processes[it->second];
-  }
-
-  // "node001:pid 4702"; "node001 rank 5" or "node001 tp=1,pp=0,dp=2" when no input names
-  // a pid (never an invented one); "process 7" when the process table lacks it.
-  std::string name(int64_t id) const {
-    if (const ProcessRow* p = find(id)) {
-      if (p->pid >= 0) return format("%s:pid %" PRId64, host(p->host).c_str(), p->pid);
-      if (p->rank >= 0) {  // Flight Recorder dumps collected into one folder name no host
-        std::string r = format("rank %" PRId64, p->rank) + (p->label.empty() ? "" : " (" + p->label + ")");
-        return p->host.empty() ? r : p->host + " " + r;
-      }
-      if (!p->label.empty()) return host(p->host) + " " + p->label;
-      return format("%s process %" PRId64, host(p->host).c_str(), id);
-    }
-    return format("process %" PRId64, id);
-  }
-
-  // "rank 5/32" in the process's widest communicator, or "" when unknown.
-  std::string rank(uint32_t id) const {
-    auto it = widest_rank_.find(id);
-    if (it == widest_rank_.end()) return {};
-    return format("rank %d/%d", it->second->comm_rank, it->second->n_ranks);
-  }
-
-  static std::string host(const std::string& h) { return h.empty() ? "?" : h; }
-
- private:
-  const AnalysisResults& results_;
-  std::unordered_map<uint32_t, std::size_t> by_id_;
-  std::unordered_map<uint32_t, const CommRankRow*> widest_rank_;
-};
 
 void header(const AnalysisResults& r, std::ostream& out) {
   const RunInfo& i = r.info;
@@ -127,44 +47,10 @@ void header(const AnalysisResults& r, std::ostream& out) {
   }
 }
 
-// With no culprit, what was seen: waiting spread over many processes is not "no waiting".
-void no_culprit(const AnalysisResults& r, std::ostream& out) {
-  const bool dumps = std::any_of(r.inputs.begin(), r.inputs.end(), [](const InputRow& i) { return i.format == "flight-recorder"; });
-  if (r.edges.empty() && dumps) {
-    out << "No culprit: in the Flight Recorder dumps no rank holds back its groups' other members\n"
-           "  (the notes name any group whose members are all inside one collective).\n";
-    return;
-  }
-  if (r.edges.empty()) {
-    out << "No culprit: the input holds no connection records to judge.\n";
-    return;
-  }
-  double waiting = 0, phases = 0;
-  for (const EdgeRow& e : r.edges) {
-    const double w = static_cast<double>(e.send_gpu_wait_ns) + static_cast<double>(e.send_peer_wait_ns) +
-                     static_cast<double>(e.recv_wait_ns);
-    waiting += w;
-    phases += w + static_cast<double>(e.send_wait_ns) + static_cast<double>(e.recv_flush_wait_ns) +
-              static_cast<double>(e.recv_gpu_wait_ns);
-  }
-  double total_wait = 0, most = 0;
-  std::size_t waiting_processes = 0;
-  for (const ProcessRow& p : r.processes) {
-    total_wait += static_cast<double>(p.wait_ns);
-    most = std::max(most, static_cast<double>(p.wait_ns));
-    waiting_processes += p.wait_ns > 0;
-  }
-  out << "No culprit: no process or wire stands out from its peers.\n";
-  out << "  Waiting (RecvWait, SendGpuWait, SendPeerWait) is " << format("%.0f", phases > 0 ? 100 * waiting / phases : 0.0)
-      << " % of the proxy phases recorded,\n  spread over " << plural(waiting_processes, "process", "processes");
-  if (total_wait > 0) out << " (the most-waiting one " << format("%.0f", 100 * most / total_wait) << " % of it)";
-  out << ": in a collective every rank\n  waits for the slowest each step, so waiting alone names nobody.\n";
-}
-
-void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+void culprits(const AnalysisResults& r, const ProcessDirectory& procs, std::ostream& out) {
   out << "\n";
   if (r.culprits.empty()) {
-    no_culprit(r, out);
+    render_no_culprit(r, out);
     return;
   }
   out << "Culprits (most blame first; job: its cost as a share of all processes' time inside NCCL, ? where\n"
@@ -175,7 +61,7 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
   for (std::size_t k = 0; k < shown; ++k) {
     const CulpritRow& c = r.culprits[k];
     names[k] = procs.find(c.process_id) ? procs.name(c.process_id)
-                                        : format("%s:pid %" PRId64, Processes::host(c.host).c_str(), c.pid);
+                                        : format("%s:pid %" PRId64, ProcessDirectory::host(c.host).c_str(), c.pid);
     name_width = std::max(name_width, names[k].size());
   }
   const bool dumps_named_some = std::any_of(r.culprits.begin(), r.culprits.end(), [](const CulpritRow& c) {
@@ -207,19 +93,8 @@ void culprits(const AnalysisResults& r, const Processes& procs, std::ostream& ou
   }
 }
 
-// Chains grouped by victim, hops in order.
-std::map<uint32_t, std::vector<ChainRow>> chains_by_victim(const AnalysisResults& r) {
-  std::map<uint32_t, std::vector<ChainRow>> by_victim;
-  for (const ChainRow& c : r.chains) by_victim[c.victim].push_back(c);
-  for (auto& [victim, hops] : by_victim) {
-    std::sort(hops.begin(), hops.end(),
-              [](const ChainRow& a, const ChainRow& b) { return a.hop < b.hop; });
-  }
-  return by_victim;
-}
-
 // Prints "a -> b -> ... -> root (root)", wrapped at kLineWidth, long chains shortened.
-void print_chain(const std::vector<ChainRow>& hops, const Processes& procs, std::ostream& out) {
+void print_chain(const std::vector<ChainRow>& hops, const ProcessDirectory& procs, std::ostream& out) {
   std::vector<std::string> tokens;
   const std::size_t n = hops.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -245,19 +120,13 @@ void print_chain(const std::vector<ChainRow>& hops, const Processes& procs, std:
   out << line << "\n";
 }
 
-void longest_chains(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+void longest_chains(const AnalysisResults& r, const ProcessDirectory& procs, std::ostream& out) {
   if (r.culprits.empty() || r.chains.empty()) return;
   const auto by_victim = chains_by_victim(r);
   const std::size_t shown = std::min(r.culprits.size(), kChainCulprits);
   for (std::size_t k = 0; k < shown; ++k) {
     const CulpritRow& c = r.culprits[k];
-    const std::vector<ChainRow>* best = nullptr;
-    for (const auto& [victim, hops] : by_victim) {
-      const uint32_t root = hops.back().process_id;
-      const bool ends_here =
-          root == c.process_id || (c.peer_process_id >= 0 && root == c.peer_process_id);
-      if (ends_here && hops.size() >= 2 && (!best || hops.size() > best->size())) best = &hops;
-    }
+    const std::vector<ChainRow>* best = longest_chain_to(by_victim, c);
     if (!best) continue;
     out << "\nLongest chain to #" << k + 1 << " (" << plural(best->size() - 1, "hop", "hops")
         << "):\n";
@@ -295,7 +164,7 @@ std::pair<uint64_t, const char*> verdict_wait(const EdgeRow& e) {
           "max wait"};
 }
 
-void edge_summary(const AnalysisResults& r, const Processes& procs, std::ostream& out) {
+void edge_summary(const AnalysisResults& r, const ProcessDirectory& procs, std::ostream& out) {
   if (r.edges.empty()) return;
   static const char* const kOrder[] = {"normal", "late_data", "no_credit", "slow_link",
                                        "slow_flush"};
@@ -357,7 +226,7 @@ void input_summary(const AnalysisResults& r, std::ostream& out) {
 
   auto line = [&](const InputRow& i) {
     out << format("  %s:%s  %s  %" PRIu64 " records, %" PRIu64 " rejected\n",
-                  Processes::host(i.host).c_str(), i.path.c_str(), i.format.c_str(), i.records,
+                  ProcessDirectory::host(i.host).c_str(), i.path.c_str(), i.format.c_str(), i.records,
                   i.rejected);
   };
   if (r.inputs.size() <= kMaxInputLines) {
@@ -390,8 +259,42 @@ void notes(const AnalysisResults& r, std::ostream& out) {
 
 }  // namespace
 
+// With no culprit, what was seen: waiting spread over many processes is not "no waiting".
+void render_no_culprit(const AnalysisResults& r, std::ostream& out) {
+  const bool dumps = std::any_of(r.inputs.begin(), r.inputs.end(), [](const InputRow& i) { return i.format == "flight-recorder"; });
+  if (r.edges.empty() && dumps) {
+    out << "No culprit: in the Flight Recorder dumps no rank holds back its groups' other members\n"
+           "  (the notes name any group whose members are all inside one collective).\n";
+    return;
+  }
+  if (r.edges.empty()) {
+    out << "No culprit: the input holds no connection records to judge.\n";
+    return;
+  }
+  double waiting = 0, phases = 0;
+  for (const EdgeRow& e : r.edges) {
+    const double w = static_cast<double>(e.send_gpu_wait_ns) + static_cast<double>(e.send_peer_wait_ns) +
+                     static_cast<double>(e.recv_wait_ns);
+    waiting += w;
+    phases += w + static_cast<double>(e.send_wait_ns) + static_cast<double>(e.recv_flush_wait_ns) +
+              static_cast<double>(e.recv_gpu_wait_ns);
+  }
+  double total_wait = 0, most = 0;
+  std::size_t waiting_processes = 0;
+  for (const ProcessRow& p : r.processes) {
+    total_wait += static_cast<double>(p.wait_ns);
+    most = std::max(most, static_cast<double>(p.wait_ns));
+    waiting_processes += p.wait_ns > 0;
+  }
+  out << "No culprit: no process or wire stands out from its peers.\n";
+  out << "  Waiting (RecvWait, SendGpuWait, SendPeerWait) is " << format("%.0f", phases > 0 ? 100 * waiting / phases : 0.0)
+      << " % of the proxy phases recorded,\n  spread over " << plural(waiting_processes, "process", "processes");
+  if (total_wait > 0) out << " (the most-waiting one " << format("%.0f", 100 * most / total_wait) << " % of it)";
+  out << ": in a collective every rank\n  waits for the slowest each step, so waiting alone names nobody.\n";
+}
+
 void render_report(const AnalysisResults& results, std::ostream& out) {
-  const Processes procs(results);
+  const ProcessDirectory procs(results);
   header(results, out);
   culprits(results, procs, out);
   longest_chains(results, procs, out);

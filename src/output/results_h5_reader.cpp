@@ -3,8 +3,8 @@
 // Checks what it relies on and names what is missing: each required root attribute, each
 // dataset, each field (by name and type class) of each dataset. Fields are matched by name, so
 // extra fields or a different member order written by another tool are fine. The extra
-// attributes `reduce_path`, `mpi_transport` and `notes` are optional ("unknown", "" and none
-// when absent).
+// attributes `reduce_path`, `mpi_transport`, `command` and `notes` are optional ("unknown",
+// "", "" and none when absent).
 #include <unistd.h>
 
 #include <cerrno>
@@ -214,6 +214,7 @@ AnalysisResults read_file(const std::string& path) {
   info.reduce_path =
       has_attribute(root, "reduce_path") ? read_string_attribute(root, "reduce_path") : "unknown";
   if (has_attribute(root, "mpi_transport")) info.mpi_transport = read_string_attribute(root, "mpi_transport");
+  if (has_attribute(root, "command")) info.command = read_string_attribute(root, "command");
   if (has_attribute(root, "notes")) info.notes = split_lines(read_string_attribute(root, "notes"));
 
   r.processes =

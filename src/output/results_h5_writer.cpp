@@ -1,7 +1,7 @@
 // write_results_h5: the HDF5 results file of CONTRACT.md ("Results file").
 //
 // Layout: root attributes (tool_version, format_version, seq_window, analyzer_ranks, processes,
-// created_utc, input, status, plus the extras reduce_path, mpi_transport and notes), and one 1-D compound
+// created_utc, input, status, plus the extras reduce_path, mpi_transport, command and notes), and one 1-D compound
 // dataset per table (/processes, /comm_ranks, /edges, /culprits, /chains, /inputs) with the
 // types of h5_types.hpp. Empty tables are written as datasets of 0 rows.
 // The header comes from completed_run_info(): format_version is always this writer's
@@ -98,6 +98,7 @@ void write_file(const AnalysisResults& results, const std::string& file_path) {
   write_string_attribute(root, "status", info.status);
   write_string_attribute(root, "reduce_path", info.reduce_path);
   write_string_attribute(root, "mpi_transport", info.mpi_transport);
+  write_string_attribute(root, "command", info.command);
   write_string_attribute(root, "notes", join_lines(info.notes));
 
   write_table(root, "processes", results.processes, h5::process_type);

@@ -20,6 +20,15 @@ AnalysisResults read_results_h5(const std::string& path);
 // Writes the same verdict as JSON (via temporary name + rename). Throws on failure.
 void write_results_json(const AnalysisResults& results, const std::string& path);
 
+// The verdict as one self-contained HTML page (inline SVG, CSS and JavaScript, nothing
+// fetched): the culprit cards, the cluster map with the chains, the per-connection table,
+// inputs and notes (html_page.cpp). Written via temporary name + rename. Throws on failure.
+void write_results_html(const AnalysisResults& results, const std::string& path);
+
+// What the text report says when nobody is named: what was seen instead (waiting spread
+// evenly over many processes is not "no waiting"). The HTML page's card says the same.
+void render_no_culprit(const AnalysisResults& results, std::ostream& out);
+
 // The human-readable report: culprits first (host, pid, class, blame share, victims),
 // the longest chain, inputs and rejections, run notes.
 void render_report(const AnalysisResults& results, std::ostream& out);

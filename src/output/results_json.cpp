@@ -2,7 +2,7 @@
 //
 // {
 //   "tool_version", "format_version", "seq_window", "analyzer_ranks", "process_count",
-//   "created_utc", "input", "status", "reduce_path", "mpi_transport", "notes": [..],
+//   "created_utc", "input", "status", "reduce_path", "mpi_transport", "command", "notes": [..],
 //   "culprits": [{..}], "processes": [{..}], "comm_ranks": [{..}], "edges": [{..}],
 //   "chains": [{..}], "inputs": [{..}]
 // }
@@ -115,6 +115,7 @@ json to_json(const AnalysisResults& r) {
   j["status"] = info.status;
   j["reduce_path"] = info.reduce_path;
   j["mpi_transport"] = info.mpi_transport;
+  j["command"] = info.command;
   j["notes"] = info.notes;
   j["culprits"] = table(r.culprits);
   j["processes"] = table(r.processes);

@@ -136,6 +136,7 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
   r.info.input = describe_input;
   r.info.reduce_path = reduce_path;
   r.info.mpi_transport = transport;
+  r.info.command = o.command;
   // Partial only when some node's data is really missing or unreadable: a node without
   // input, a file that could not be used or was cut short. Rejected rows are counted, not
   // lost data of a node; a connection recorded by one end only, or a rank known only as a
@@ -297,6 +298,9 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
           output = output.substr(0, output.rfind(".h5")) + "-{host}-{rank}.h5";
         output = expand_output(output, host, world.rank());
         write_results_h5(results, output);
+        // The picture is drawn from what the file holds, as `report --html` draws it, so
+        // that the two never disagree.
+        if (!o.html.empty()) write_results_html(read_results_h5(output), expand_output(o.html, host, world.rank()));
         if (!o.json.empty()) write_results_json(results, expand_output(o.json, host, world.rank()));
         if (!o.quiet) render_report(results, std::cout);
       } catch (const std::exception& e) {

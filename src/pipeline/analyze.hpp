@@ -22,6 +22,8 @@ struct AnalyzeOptions {
   std::string json;
   bool quiet = false;
   double deadline_s = 60;     // --deadline: how long a phase waits for a silent analyzer process
+  std::string html;           // --html: also draw the verdict as a self-contained page
+  std::string command;        // the command line that runs this analysis again (run info)
 };
 
 // Exit codes of CONTRACT.md, and 4: results written with status partial because some
