@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Extra CI checks of the input readers (docs/formats.md, "Hardening"), run after the normal
 # test suite:
-#   1. libFuzzer: every reader target for FUZZ_SECONDS (default 20) on its seed corpus,
+#   1. libFuzzer: every reader target for FUZZ_SECONDS (default 10) on its seed corpus,
 #      built with clang -fsanitize=fuzzer,address,undefined (tests/fuzz/build_and_run.sh);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of unit_tests, run in full.
 # About 5 minutes on 2 cores. Any finding fails the script (exit 1).
 #
 # Environment:
-#   FUZZ_SECONDS=N            seconds per fuzz target (default 20)
+#   FUZZ_SECONDS=N            seconds per fuzz target (default 10; longer runs find more)
 #   CI_EXTRA_SKIP_FUZZ=1      skip step 1;  CI_EXTRA_SKIP_SANITIZE=1  skip step 2
 #                             (a skip prints "ci_extra: SKIP <step>: <reason>" and is appended
 #                             to $CULPRIT_SKIP_FILE when set; under CI=true it fails the script)
@@ -33,8 +33,8 @@ skip_step() {  # skip_step STEP REASON
 if [ "${CI_EXTRA_SKIP_FUZZ:-0}" = 1 ]; then
   skip_step "reader fuzzers (ci_extra step 1)" "CI_EXTRA_SKIP_FUZZ=1"
 else
-  echo "ci_extra: fuzzing the readers (${FUZZ_SECONDS:-20} s per target)"
-  if ! FUZZ_JOBS="$jobs" tests/fuzz/build_and_run.sh "${FUZZ_SECONDS:-20}"; then
+  echo "ci_extra: fuzzing the readers (${FUZZ_SECONDS:-10} s per target)"
+  if ! FUZZ_JOBS="$jobs" tests/fuzz/build_and_run.sh "${FUZZ_SECONDS:-10}"; then
     echo "ci_extra: fuzzing found a problem" >&2
     status=1
   fi
