@@ -188,7 +188,7 @@ std::string phase_sentence(const AnalysisResults& r, const CulpritRow& c, const 
       all.push_back(steps);
       if (e.src_process == p || e.dst_process == p) mine.push_back(steps);
     }
-    if (mine.empty()) return "No connection of its is in the data: it was named from what its peers waited for.";
+    if (mine.empty()) return "";  // named from dumps or snapshots: the notes say where it stopped
     if (median(mine) >= median(all)) return "";  // its stop shows in its peers' waits, not in its own steps
     return format("Its connections completed %.0f steps at the median, the job's connections %.0f.", median(mine),
                   median(all));
@@ -204,10 +204,26 @@ std::string wait_sentence(const AnalysisResults& r, const CulpritRow& c, const P
   for (const ProcessRow& p : r.processes)
     if (p.attributed_root == static_cast<int64_t>(c.process_id) && p.process_id != c.process_id)
       victims.push_back(static_cast<double>(p.wait_ns));
-  if (victims.empty()) return "";
+  if (victims.empty() || (self->wait_ns == 0 && median(victims) == 0)) return "";  // no wait measured (dumps)
   return "It waited " + duration(static_cast<double>(self->wait_ns)) + " itself, while the " +
          plural(victims.size(), "process", "processes") + " it holds back waited " +
          duration(median(victims)) + " at the median.";
+}
+
+// The run notes that name it (a Flight Recorder verdict says there where the rank stopped).
+std::vector<std::string> notes_naming(const AnalysisResults& r, const std::string& name) {
+  std::vector<std::string> out;
+  for (const std::string& note : r.info.notes)
+    for (std::size_t at = note.find(name); at != std::string::npos; at = note.find(name, at + 1)) {
+      const std::size_t end = at + name.size();
+      const bool whole = (at == 0 || !std::isalnum(static_cast<unsigned char>(note[at - 1]))) &&
+                         (end == note.size() || !std::isdigit(static_cast<unsigned char>(note[end])));
+      if (whole) {
+        out.push_back(note);
+        break;
+      }
+    }
+  return out;
 }
 
 std::string cost_sentence(const CulpritRow& c) {
@@ -233,8 +249,10 @@ void make_cards(const AnalysisResults& r, const ProcessDirectory& dir, Model& m)
     card.blame_ns = c.blame_ns;
     card.victims = c.victims;
     card.evidence.push_back(describe_class(c.culprit_class) + ".");
-    for (std::string s : {wait_sentence(r, c, dir), phase_sentence(r, c, dir), cost_sentence(c)})
+    for (std::string s : {wait_sentence(r, c, dir), phase_sentence(r, c, dir)})
       if (!s.empty()) card.evidence.push_back(std::move(s));
+    for (std::string& note : notes_naming(r, card.name)) card.evidence.push_back("Note: " + note);
+    card.evidence.push_back(cost_sentence(c));
     m.cards.push_back(std::move(card));
   }
 }

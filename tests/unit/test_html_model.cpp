@@ -192,3 +192,21 @@ TEST(HtmlModel, OddResultsGiveASmallerModel) {
   EXPECT_EQ(m.cards.size(), 1u);
   EXPECT_EQ(html::render_map(r, m), "<p class=\"empty\">No process to draw.</p>\n");
 }
+
+TEST(HtmlModel, HangCardQuotesTheNoteThatNamesIt) {
+  AnalysisResults r;
+  for (uint32_t p = 0; p < 3; ++p) {
+    r.processes.push_back(process(p, "", -1, p == 2 ? "culprit" : "victim"));
+    r.processes[p].rank = p == 2 ? 12 : p;
+    r.processes[p].attributed_root = 2;
+  }
+  CulpritRow c;
+  c.process_id = 2;
+  c.culprit_class = "hang";
+  r.culprits = {c};
+  r.info.notes = {"flight recorder: rank 1 stopped issuing work", "flight recorder: rank 12 stopped completing work: x"};
+  const html::Model m = html::build_model(r);
+  const std::vector<std::string>& e = m.cards[0].evidence;
+  ASSERT_EQ(e.size(), 3u);  // class, the note, cost: no wait (nothing measured), no connection
+  EXPECT_EQ(e[1], "Note: flight recorder: rank 12 stopped completing work: x");
+}
