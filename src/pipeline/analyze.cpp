@@ -15,6 +15,7 @@
 #include "io/discover.hpp"
 #include "output/results_io.hpp"
 #include "pipeline/exchange.hpp"
+#include "pipeline/phase_clock.hpp"
 #include "pipeline/local_stage.hpp"
 
 namespace culprit {
@@ -216,6 +217,7 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
       comm.size() > 1)
     std::raise(SIGSTOP);
 
+  PhaseClock clock;
   // Phase 1: read.
   Collected collected;
   bool ok = true;
@@ -231,6 +233,8 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
   }
   if (!comm.all_agree(ok)) return kExitFailure;
 
+  clock.lap("read");
+
   // Phase 2: reduce (after agreeing on each communicator's sequence window).
   LocalStageResult local;
   try {
@@ -241,6 +245,8 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     ok = false;
   }
   if (!comm.all_agree(ok)) return kExitFailure;
+
+  clock.lap("reduce");
 
   // Phase 3: exchange.
   Observations obs;
@@ -260,6 +266,8 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     ok = false;
   }
   if (!comm.all_agree(ok)) return kExitFailure;
+
+  clock.lap("exchange");
 
   // Phases 4 and 5 on rank 0: analyse and write. The exit code is then shared.
   int code = kExitOk;
@@ -292,6 +300,7 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
         AnalysisResults results = assemble(o, comm, world.transport(), obs, inputs,
                                            failed_nodes > 0 || !comm.silent_ranks().empty(),
                                            collected.describe_input, local.reduce_path, notes);
+        clock.lap("analyse");
         std::string output = o.output.empty() ? "nccl-culprit-{job}.h5" : o.output;
         if (o.local_only && world.size() > 1 && output.find("{rank}") == std::string::npos &&
             output.find("{host}") == std::string::npos)
@@ -303,6 +312,9 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
         if (!o.html.empty()) write_results_html(read_results_h5(output), expand_output(o.html, host, world.rank()));
         if (!o.json.empty()) write_results_json(results, expand_output(o.json, host, world.rank()));
         if (!o.quiet) render_report(results, std::cout);
+        clock.lap("write");
+        if (const char* timing = std::getenv("NCCL_CULPRIT_TIMING"); timing && *timing == '1')
+          std::cerr << "nccl-culprit: phases on rank 0: " << clock.summary() << "\n";
       } catch (const std::exception& e) {
         say(e.what());
         code = kExitFailure;
