@@ -33,7 +33,10 @@ static_assert(std::is_trivially_copyable_v<GapSample>);
 // Most gaps kept per communicator rank (the newest): enough for the statistics, small at 16k GPUs.
 inline constexpr size_t kMaxGapSamples = 256;
 
-struct GlobalCommRank {
+// A communicator rank's fixed-size facts: everything of a GlobalCommRank but its list of
+// gaps. Trivially copyable, so the exchange sends it as it is (pipeline/exchange_wire.hpp):
+// a member added here reaches rank 0 without further code.
+struct CommRankFixed {
   uint64_t comm_hash = 0;
   int32_t rank = -1;
   uint32_t process = 0;          // index into Observations::processes
@@ -59,12 +62,16 @@ struct GlobalCommRank {
   // gap_sum_ns / gap_period_sum_ns is the share of its time the GPU spent on its own work.
   uint64_t gap_period_sum_ns = 0;
   uint32_t gap_samples = 0;
-  // The single gaps of the window, oldest first; empty where only the sums are known.
-  std::vector<GapSample> gaps;
   // Time it spent inside its NCCL operations of this communicator in the window: kernel
   // durations (KernelCh, coll_perf), else the span of its proxy ops per operation; 0 when
   // no input times them. The denominator of a root's job_share.
   uint64_t busy_sum_ns = 0;
+};
+static_assert(std::is_trivially_copyable_v<CommRankFixed>);
+
+struct GlobalCommRank : CommRankFixed {
+  // The single gaps of the window, oldest first; empty where only the sums are known.
+  std::vector<GapSample> gaps;
 };
 
 // Wire time of one InfiniBand queue pair (probing's nccl.net_qp), summed.

@@ -1,5 +1,6 @@
-// What every analyzer process sends to rank 0, and how it travels: a flat byte blob of
-// fixed-size records (sizes first, then data, through Communicator::gather_bytes to rank 0).
+// What every analyzer process sends to rank 0, and how it travels: one flat byte blob
+// (pipeline/exchange_wire.hpp: trivially copyable records as they are, strings and lists
+// length-prefixed), through Communicator::gather_bytes to rank 0 (sizes first, then data).
 #pragma once
 
 #include <vector>
@@ -14,7 +15,7 @@ struct NodeSummary {
   std::vector<GlobalProcess> processes;
   std::vector<GlobalCommRank> comm_ranks;  // process = index into this node's processes
   std::vector<EdgeSummary> edges;
-  std::vector<InputReport> inputs;         // reasons reduced to the most frequent ones
+  std::vector<InputReport> inputs;
   std::vector<QpObservation> qps;          // process = index into this node's processes
   std::vector<P2pCallCount> p2p_calls;     // process = index into this node's processes
   std::vector<InflightRecord> inflight;    // process = index into this node's processes

@@ -100,6 +100,83 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   EXPECT_EQ(back.inflight[0].is_send, 0);
 }
 
+// Reports travel whole: every reason and note, texts of any length, the layout.
+TEST(Exchange, InputReportsTravelWhole) {
+  NodeSummary s = sample();
+  InputReport& in = s.inputs[0];
+  in.path = "/data/" + std::string(400, 'p') + "/x.json";
+  in.layout = "2.27+";
+  in.error = "cannot parse";
+  for (int k = 0; k < 5; ++k) in.reject_reasons["reason " + std::to_string(k)] = 10 + k;
+  in.notes.push_back(std::string(300, 'n'));
+  in.notes.push_back("fourth note");
+  NodeSummary back = unpack_node_summary(pack_node_summary(s));
+  ASSERT_EQ(back.inputs.size(), 1u);
+  EXPECT_EQ(back.inputs[0].path, in.path);
+  EXPECT_EQ(back.inputs[0].layout, "2.27+");
+  EXPECT_EQ(back.inputs[0].error, "cannot parse");
+  EXPECT_EQ(back.inputs[0].reject_reasons, in.reject_reasons);
+  EXPECT_EQ(back.inputs[0].notes, in.notes);
+  EXPECT_EQ(back.inputs[0].records, 5u);
+  EXPECT_EQ(back.inputs[0].rejected, 2u);
+}
+
+TEST(Exchange, EveryFixedFieldOfACommRankTravels) {
+  NodeSummary s = sample();
+  GlobalCommRank& c = s.comm_ranks[0];
+  c.kernel_late_sum_ns = -123;
+  c.kernel_samples = 4;
+  c.op_time_sum_ns = 5555;
+  c.op_samples = 6;
+  c.busy_sum_ns = 987654321;
+  const GlobalCommRank back = unpack_node_summary(pack_node_summary(s)).comm_ranks[0];
+  EXPECT_EQ(back.kernel_late_sum_ns, -123);
+  EXPECT_EQ(back.kernel_samples, 4u);
+  EXPECT_EQ(back.op_time_sum_ns, 5555u);
+  EXPECT_EQ(back.op_samples, 6u);
+  EXPECT_EQ(back.busy_sum_ns, 987654321u);
+  EXPECT_EQ(back.newest_seq, 41u);
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.process, 1u);
+}
+
+// The same rank reported twice (copied files): each kind of evidence from the richer report.
+TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
+  NodeSummary s = sample();
+  GlobalCommRank more = s.comm_ranks[0];
+  more.newest_seq = 50;
+  more.has_collective = false;
+  more.cut_short = false;
+  more.seq_unknown = false;
+  more.kernel_late_sum_ns = 900;
+  more.kernel_samples = 9;
+  more.gap_samples = 3;  // fewer gaps than the first report: its gaps stay
+  more.gap_sum_ns = 1;
+  more.gaps.clear();
+  more.op_samples = 2;
+  more.op_time_sum_ns = 222;
+  more.busy_sum_ns = 77;
+  s.comm_ranks.push_back(more);
+  auto comm = make_serial_communicator();
+  Observations obs;
+  std::vector<InputReport> inputs;
+  gather_observations(*comm, s, 20, &obs, &inputs);
+  ASSERT_EQ(obs.comm_ranks.size(), 1u);
+  const GlobalCommRank& c = obs.comm_ranks[0];
+  EXPECT_EQ(c.newest_seq, 50u);
+  EXPECT_TRUE(c.has_collective);
+  EXPECT_TRUE(c.cut_short);
+  EXPECT_FALSE(c.seq_unknown);
+  EXPECT_EQ(c.kernel_late_sum_ns, 900);
+  EXPECT_EQ(c.kernel_samples, 9u);
+  EXPECT_EQ(c.gap_samples, 7u);
+  EXPECT_EQ(c.gap_sum_ns, 777u);
+  EXPECT_EQ(c.gaps.size(), 2u);
+  EXPECT_EQ(c.op_samples, 2u);
+  EXPECT_EQ(c.op_time_sum_ns, 222u);
+  EXPECT_EQ(c.busy_sum_ns, 77u);
+}
+
 TEST(Exchange, InflightRecordWithABadProcessIsRejected) {
   NodeSummary s = sample();
   s.inflight[0].process = 99;
@@ -112,6 +189,15 @@ TEST(Exchange, CorruptBlobIsAnErrorNotACrash) {
   EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
   blob.assign(64, 'x');
   EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
+  blob = pack_node_summary(sample());
+  blob.push_back('\0');  // a byte after the last table
+  EXPECT_THROW(unpack_node_summary(blob), std::runtime_error);
+}
+
+TEST(Exchange, CommRankWithABadProcessIsRejected) {
+  NodeSummary s = sample();
+  s.comm_ranks[0].process = 3;
+  EXPECT_THROW(unpack_node_summary(pack_node_summary(s)), std::runtime_error);
 }
 
 TEST(Exchange, SerialGatherRemapsProcessesOfQueuePairsAndP2pCalls) {
