@@ -42,11 +42,12 @@ std::map<uint32_t, RootTotals> assign_victims(const BlameInputs& in, const std::
     ProcessRow& row = out.processes[p];
     row.role = "victim";
     row.attributed_root = r;
-    row.chain_depth = static_cast<int32_t>(in.graph.chain[p].size()) - 1;
+    const std::vector<uint32_t> chain = chain_of(in.graph, p);
+    row.chain_depth = static_cast<int32_t>(chain.size()) - 1;
     totals[r].blame_ns += in.graph.wait_ns[p];
     if (busy[r] > 0 && busy[p] > 0) totals[r].cost_ns += std::max(0.0, busy[p] - busy[r]);
     totals[r].victims += 1;
-    for (uint32_t hop = 0; hop < in.graph.chain[p].size(); ++hop) out.chains.push_back({p, hop, in.graph.chain[p][hop]});
+    for (uint32_t hop = 0; hop < chain.size(); ++hop) out.chains.push_back({p, hop, chain[hop]});
   }
   for (uint32_t r : in.roots) totals[r].blame_ns += in.evidence[r].ns;  // its direct excess
   return totals;

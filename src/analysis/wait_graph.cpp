@@ -39,14 +39,20 @@ Graph build_graph(size_t n, const std::vector<WaitEdge>& edges, std::vector<doub
 // to reach a vertex is its nearest (in hops) root.
 class NearestRootVisitor : public boost::default_bfs_visitor {
  public:
-  explicit NearestRootVisitor(std::vector<int64_t>& parent) : parent_(parent) {}
+  NearestRootVisitor(std::vector<int64_t>& parent, std::vector<uint32_t>& reached)
+      : parent_(parent), reached_(reached) {}
   template <typename E, typename G>
   void tree_edge(E e, const G& g) const {
     parent_[boost::target(e, g)] = static_cast<int64_t>(boost::source(e, g));
   }
+  template <typename V, typename G>
+  void discover_vertex(V v, const G&) const {
+    reached_.push_back(static_cast<uint32_t>(v));
+  }
 
  private:
   std::vector<int64_t>& parent_;
+  std::vector<uint32_t>& reached_;  // in the order the search reached them: parents first
 };
 
 }  // namespace
@@ -88,36 +94,36 @@ GraphVerdict attribute_to_roots(size_t n, const std::vector<WaitEdge>& flow,
   GraphVerdict verdict;
   verdict.roots = roots;
   verdict.attributed_root.assign(n, -1);
-  verdict.chain.assign(n, {});
+  verdict.next_hop.assign(n, -1);
   if (roots.empty()) return verdict;
   Graph g = build_graph(n, flow, nullptr);
   auto reversed = boost::make_reverse_graph(g);
   std::vector<int64_t> parent(n, -1);
+  std::vector<uint32_t> reached;
+  reached.reserve(n);
   std::vector<boost::default_color_type> colors(n, boost::white_color);
   auto color_map = boost::make_iterator_property_map(colors.begin(), boost::get(boost::vertex_index, g));
   boost::queue<Vertex> queue;
   std::vector<Vertex> sources(roots.begin(), roots.end());
   boost::breadth_first_search(reversed, sources.begin(), sources.end(), queue,
-                              NearestRootVisitor(parent), color_map);
-  std::vector<bool> is_root(n, false);
-  for (uint32_t r : roots) is_root[r] = true;
-  for (uint32_t v = 0; v < n; ++v) {
-    if (is_root[v]) {
-      verdict.attributed_root[v] = v;
-      verdict.chain[v] = {v};
-      continue;
-    }
-    std::vector<uint32_t> path{v};
-    int64_t at = v;
-    while (parent[static_cast<size_t>(at)] >= 0 && path.size() <= n) {
-      at = parent[static_cast<size_t>(at)];
-      path.push_back(static_cast<uint32_t>(at));
-    }
-    if (path.size() < 2 || !is_root[static_cast<size_t>(at)]) continue;
-    verdict.attributed_root[v] = at;
-    verdict.chain[v] = std::move(path);
+                              NearestRootVisitor(parent, reached), color_map);
+  // Every vertex reached has its parent reached before it: one pass hands each its root.
+  for (uint32_t r : roots) verdict.attributed_root[r] = r;
+  for (uint32_t v : reached) {
+    if (parent[v] < 0) continue;  // a root
+    verdict.attributed_root[v] = verdict.attributed_root[static_cast<size_t>(parent[v])];
+    verdict.next_hop[v] = parent[v];
   }
   return verdict;
+}
+
+std::vector<uint32_t> chain_of(const GraphVerdict& verdict, uint32_t p) {
+  if (p >= verdict.attributed_root.size() || verdict.attributed_root[p] < 0) return {};
+  std::vector<uint32_t> path{p};
+  for (int64_t at = verdict.next_hop[p]; at >= 0 && path.size() <= verdict.next_hop.size();
+       at = verdict.next_hop[static_cast<size_t>(at)])
+    path.push_back(static_cast<uint32_t>(at));
+  return path;
 }
 
 }  // namespace culprit

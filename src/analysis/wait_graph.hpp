@@ -25,9 +25,16 @@ struct RootCandidate {
 struct GraphVerdict {
   std::vector<uint32_t> roots;               // process ids of the roots
   std::vector<int64_t> attributed_root;      // per process, -1 if none
-  std::vector<std::vector<uint32_t>> chain;  // per process: itself ... root (empty if none)
+  // Per process: the next process on its path to its root (-1 for a root, or with no root).
+  // Paths share their tails (a breadth-first tree from the roots), so one hop each keeps
+  // every chain in memory linear in the processes, however deep a ring makes them.
+  std::vector<int64_t> next_hop;
   std::vector<double> wait_ns;               // per process: sum of its out-edge weights
 };
+
+// Process `p`'s chain: itself, each next hop, its root last; {p} for a root; empty when it
+// is attributed to no root.
+std::vector<uint32_t> chain_of(const GraphVerdict& verdict, uint32_t p);
 
 // Roots: `edges` are anomaly wait-for edges (u is held up by v). `candidates` has one entry
 // per process. A sink component of the condensation that holds a stopped process or self

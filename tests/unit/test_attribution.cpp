@@ -387,7 +387,10 @@ TEST(WaitGraph, VictimsGoToTheNearestRootWithTheirPath) {
   EXPECT_EQ(v.attributed_root[2], 0);
   EXPECT_EQ(v.attributed_root[4], 3);
   EXPECT_EQ(v.attributed_root[5], -1);
-  EXPECT_EQ(v.chain[2], (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(chain_of(v, 2), (std::vector<uint32_t>{2, 1, 0}));
+  EXPECT_EQ(chain_of(v, 4), (std::vector<uint32_t>{4, 3}));
+  EXPECT_EQ(chain_of(v, 0), (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(chain_of(v, 5).empty());
 }
 
 }  // namespace

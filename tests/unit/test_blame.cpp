@@ -33,7 +33,7 @@ GraphVerdict all_on_one() {
   GraphVerdict g;
   g.roots = {1};
   g.attributed_root = {1, 1, 1, 1};
-  g.chain = {{0, 1}, {1}, {2, 3, 1}, {3, 1}};
+  g.next_hop = {1, -1, 3, 1};
   g.wait_ns = {5000, 0, 7000, 3000};
   return g;
 }
@@ -86,7 +86,7 @@ TEST(Blame, ARootCarriesItsVictimsWaitsAndItsOwnExcessWithTheirChains) {
 TEST(Blame, JobShareIsMeasuredForHangsAndTimedSlowGpusOnly) {
   GraphVerdict g = all_on_one();
   g.attributed_root[3] = -1;  // process 3 healthy: two victims
-  g.chain[3].clear();
+  g.next_hop[3] = -1;
   // A hang stops its victims and itself: 3 of 4 processes.
   std::vector<Evidence> hang(4);
   hang[1].stop();
@@ -118,7 +118,7 @@ TEST(Blame, HangsComeFirstThenMostBlameThenLowestProcess) {
   GraphVerdict g;
   g.roots = {3, 1, 0, 2};
   g.attributed_root = {0, 1, 2, 3};  // every root is its own
-  g.chain = {{0}, {1}, {2}, {3}};
+  g.next_hop = {-1, -1, -1, -1};
   g.wait_ns = {0, 0, 0, 0};
   Blame b = blame_of(obs, ev, g, g.roots);
   ASSERT_EQ(b.culprits.size(), 4u);
