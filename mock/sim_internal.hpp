@@ -280,7 +280,8 @@ struct Simulation::Impl {
   std::string render_rank_nccl_json(int rank) const;  // render_nccl.cpp
 
   // flow.cpp
-  void build_flow();
+  void build_flow();  // flow_builder.cpp, with the topologies (topology.hpp)
+  void resolve_flow_slow_links();
   void simulate_flow();
   void flow_activate(int rank);
   void flow_run_lane(int lane);

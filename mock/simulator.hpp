@@ -195,8 +195,11 @@ class Simulation {
   void write(const std::string& dir) const;
   void write(const std::string& dir, const std::function<std::vector<RenderedFile>(int node)>& render) const;
 
- private:
+  // The simulator's state (mock/sim_internal.hpp), named here so that the engine's parts
+  // (builders, engines, renderers) can refer to it; not an interface.
   struct Impl;
+
+ private:
   Impl* impl_;
 };
 
