@@ -84,7 +84,7 @@ void Simulation::Impl::flow_activate(int r) {
     else flow_push_lane(l);
   }
   for (int oi : T.ops) {
-    ops[oi].sched_ns = T.sched;
+    F.ops[oi].sched_ns = T.sched;
     flow_push_conn(F.op_conn[oi]);
   }
   if (T.lanes_left == 0) {
@@ -96,7 +96,7 @@ void Simulation::Impl::flow_activate(int r) {
 
 double Simulation::Impl::flow_op_progress(int oi) {
   Flow& F = flow;
-  SimProxyOp& op = ops[oi];
+  SimProxyOp& op = F.ops[oi];
   if (F.op_progress_known[oi]) return op.progress_ns;
   if (!F.tasks[op.task].active) return kNaN;
   // The proxy progresses the op once it has it and the previous op on the same connection
@@ -104,8 +104,8 @@ double Simulation::Impl::flow_op_progress(int oi) {
   double pr = op.sched_ns + 1000 + 1000 * unit(mix(sc.seed, uint64_t(oi), 0x70726f67ull));
   const int prev_op = F.op_prev[oi];
   if (prev_op >= 0) {
-    if (!known(ops[prev_op].end_ns)) return kNaN;
-    pr = std::max(pr, ops[prev_op].end_ns + 500);
+    if (!known(F.ops[prev_op].end_ns)) return kNaN;
+    pr = std::max(pr, F.ops[prev_op].end_ns + 500);
   }
   op.progress_ns = pr;
   F.op_progress_known[oi] = 1;
@@ -113,7 +113,7 @@ double Simulation::Impl::flow_op_progress(int oi) {
 }
 
 void Simulation::Impl::flow_op_ended(int oi, double t) {
-  ops[oi].end_ns = t;
+  flow.ops[oi].end_ns = t;
   const int nx = flow.op_next[oi];
   if (nx >= 0) flow_push_conn(flow.op_conn[nx]);
 }
@@ -166,7 +166,7 @@ void Simulation::Impl::flow_run_lane(int l) {
       L.freed_prev = std::max(L.freed_prev, fr);
       c.freed[k] = fr;
       if (c.recv_op >= 0) {
-        ops[c.recv_op].steps[k].t3 = fr;
+        F.op_steps[c.recv_op].freed(k, fr);
         if (k == c.n_steps - 1) flow_op_ended(c.recv_op, fr);
       }
       if (c.net) flow_push_conn(ci);
@@ -235,11 +235,8 @@ void Simulation::Impl::flow_transmit(int ci) {
     c.flush_prev = Fk;
     c.sd[k] = sd;
     c.F[k] = Fk;
-    ops[c.send_op].steps[k] = SimStep{k, G, D, A, sd};
-    SimStep& rs = ops[c.recv_op].steps[k];
-    rs.t0 = P;
-    rs.t1 = arr;
-    rs.t2 = Fk;
+    F.op_steps[c.send_op].sent(k, SimStep{k, G, D, A, sd});
+    F.op_steps[c.recv_op].received(k, P, arr, Fk);
     ++c.next_tx;
     if (k == c.n_steps - 1) flow_op_ended(c.send_op, sd);
     if (c.src_lane >= 0) flow_push_lane(c.src_lane);
@@ -252,7 +249,7 @@ void Simulation::Impl::simulate_flow() {
   F.stream_next.assign(n, 0);
   F.kend_prev.resize(n);
   F.enq_prev.assign(n, -kInf);
-  F.op_progress_known.assign(ops.size(), 0);
+  F.op_progress_known.assign(F.ops.size(), 0);
   for (int r = 0; r < n; ++r) F.kend_prev[r] = p.start_skew * unit(mix(sc.seed, r, 0x736b6577ull));
   for (int r = n - 1; r >= 0; --r) flow_push_rank(r);
   while (!F.queue.empty()) {
@@ -271,56 +268,73 @@ void Simulation::Impl::simulate_flow() {
   bool hang = false;
   for (int r = 0; r < n; ++r) hang |= hang_seq[r] != INT_MAX;
   if (!F.complete && !hang) throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
+  flow_record();
+}
 
-  // The timeline, in the public shape: one SimCollective per operation (index = operation).
-  colls.clear();
-  colls.reserve(F.tasks.size());
-  for (size_t ti = 0; ti < F.tasks.size(); ++ti) {
-    const FlowTask& t = F.tasks[ti];
-    SimCollective col;
-    col.seq = t.seq;
-    col.rank = t.rank;
-    col.comm_hash = F.comms[t.comm].info.hash;
-    col.comm_rank = -1;
-    const auto& cr = F.comms[t.comm].info.ranks;
-    for (size_t i = 0; i < cr.size(); ++i)
-      if (cr[i] == t.rank) col.comm_rank = int(i);
-    col.name = t.kind == 0 ? "AllReduce" : (t.kind == 1 ? "Send" : "Recv");
-    col.algorithm = t.kind == 0 ? F.comms[t.comm].algorithm : "P2P";
-    col.peer = t.peer;
-    col.iter = t.iter;
-    col.channels = t.channels;
-    col.enqueue_ns = t.active ? t.enq : kInf;
-    col.kernel_start_ns = t.active ? t.kstart : kInf;
-    col.channel_end_ns.assign(t.channels.size(), t.active ? -kInf : kInf);
-    for (int l = t.lane_begin; l < t.lane_end && t.active; ++l) {
-      const FlowLane& lane = F.lanes[l];
-      double& ce = col.channel_end_ns[lane.ch];
-      ce = lane.next == lane.prim_end ? std::max(ce, lane.gpu_free) : kInf;
-    }
-    for (size_t ci = 0; ci < t.channels.size() && t.active; ++ci)
-      if (col.channel_end_ns[ci] == -kInf) col.channel_end_ns[ci] = t.ch_start[ci];
-    double end = kInf;
-    if (t.done) {
-      end = -kInf;
-      for (size_t ci = 0; ci < t.channels.size(); ++ci)
-        end = std::max(end, col.channel_end_ns[ci] + p.poll * unit(mix(sc.seed, ti, ci, 0x6b6368ull)));
-      for (int oi : t.ops) end = known(ops[oi].end_ns) ? std::max(end, ops[oi].end_ns) : kInf;
-      if (std::isfinite(end)) end += 500 + 1000 * unit(mix(sc.seed, ti, 0x656e64ull));
-    }
-    col.end_ns = end;
-    colls.push_back(std::move(col));
-  }
-  for (SimProxyOp& op : ops) {
+// The timeline, in the public shape: one SimCollective per operation (index = operation),
+// then every proxy op; a hung job's traces are dumped a while after the last activity.
+void Simulation::Impl::flow_record() {
+  Flow& F = flow;
+  for (SimProxyOp& op : F.ops) {
     if (!known(op.progress_ns)) op.progress_ns = kInf;
     if (!known(op.end_ns)) op.end_ns = kInf;
   }
-
-  kill_ns = kInf;
-  if (!F.complete) {
-    double last = last_activity_ns(colls, ops, [](const SimProxyOp&) { return true; });
-    kill_ns = last + p.hang_dump_after;
+  LastActivity last;
+  for (size_t ti = 0; ti < F.tasks.size(); ++ti) {
+    OperationRecord rec = flow_operation(int(ti));
+    last.see(rec.col);
+    record_operation(std::move(rec));
   }
+  for (size_t oi = 0; oi < F.ops.size(); ++oi) {
+    last.see(F.ops[oi], F.op_steps[oi].summary());
+    record_proxy_op(std::move(F.ops[oi]), int(oi), std::move(F.op_steps[oi]));
+  }
+  F.ops.clear();
+  F.op_steps.clear();
+  kill_ns = F.complete ? kInf : last.last + p.hang_dump_after;
+}
+
+// Operation ti as collectives() shows it, with what the renderers need besides.
+OperationRecord Simulation::Impl::flow_operation(int ti) const {
+  const Flow& F = flow;
+  const FlowTask& t = F.tasks[ti];
+  SimCollective col;
+  col.seq = t.seq;
+  col.rank = t.rank;
+  col.comm_hash = F.comms[t.comm].info.hash;
+  col.comm_rank = F.comm_rank_of[t.comm][t.rank];
+  col.name = t.kind == 0 ? "AllReduce" : (t.kind == 1 ? "Send" : "Recv");
+  col.algorithm = t.kind == 0 ? F.comms[t.comm].algorithm : "P2P";
+  col.peer = t.peer;
+  col.iter = t.iter;
+  col.channels = t.channels;
+  col.enqueue_ns = t.active ? t.enq : kInf;
+  col.kernel_start_ns = t.active ? t.kstart : kInf;
+  col.channel_end_ns.assign(t.channels.size(), t.active ? -kInf : kInf);
+  for (int l = t.lane_begin; l < t.lane_end && t.active; ++l) {
+    const FlowLane& lane = F.lanes[l];
+    double& ce = col.channel_end_ns[lane.ch];
+    ce = lane.next == lane.prim_end ? std::max(ce, lane.gpu_free) : kInf;
+  }
+  for (size_t ci = 0; ci < t.channels.size() && t.active; ++ci)
+    if (col.channel_end_ns[ci] == -kInf) col.channel_end_ns[ci] = t.ch_start[ci];
+  double end = kInf;
+  if (t.done) {
+    end = -kInf;
+    for (size_t ci = 0; ci < t.channels.size(); ++ci)
+      end = std::max(end, col.channel_end_ns[ci] + p.poll * unit(mix(sc.seed, uint64_t(ti), ci, 0x6b6368ull)));
+    for (int oi : t.ops) end = known(F.ops[oi].end_ns) ? std::max(end, F.ops[oi].end_ns) : kInf;
+    if (std::isfinite(end)) end += 500 + 1000 * unit(mix(sc.seed, uint64_t(ti), 0x656e64ull));
+  }
+  col.end_ns = end;
+  OperationRecord rec;
+  rec.col = std::move(col);
+  rec.index = ti;
+  rec.comm = t.comm;
+  rec.started = t.active;
+  rec.channel_start_ns = t.ch_start;
+  rec.ops = t.ops;
+  return rec;
 }
 
 }  // namespace culprit::mock

@@ -30,7 +30,7 @@ int FlowBuilder::add_comm(const std::string& name, const std::string& algorithm,
   F_.comms.push_back(fc);
   std::vector<int> map(sim_.n, -1);
   for (size_t i = 0; i < ranks.size(); ++i) map[ranks[i]] = int(i);
-  comm_rank_of_.push_back(std::move(map));
+  F_.comm_rank_of.push_back(std::move(map));
   return idx;
 }
 
@@ -82,19 +82,18 @@ void FlowBuilder::add_op(int task, int conn, bool is_send) {
   op.is_send = is_send;
   op.n_steps = c.n_steps;
   op.chunk_bytes = c.chunk;
-  op.steps.resize(c.n_steps);
-  for (int k = 0; k < c.n_steps; ++k) op.steps[k] = SimStep{k, kInf, kInf, kInf, kInf};
   op.sched_ns = kInf;
   op.progress_ns = kNaN;
   op.end_ns = kNaN;
   op.comm_hash = F_.comms[t.comm].info.hash;
-  op.comm_rank = comm_rank_of_[t.comm][op.rank];
-  op.comm_peer = comm_rank_of_[t.comm][op.peer];
+  op.comm_rank = F_.comm_rank_of[t.comm][op.rank];
+  op.comm_peer = F_.comm_rank_of[t.comm][op.peer];
   op.is_p2p = t.kind != kTaskCollective;
   op.task = task;
-  std::vector<SimProxyOp>& ops = sim_.ops;
+  std::vector<SimProxyOp>& ops = F_.ops;
   const int oi = int(ops.size());
   ops.push_back(std::move(op));
+  F_.op_steps.emplace_back(c.n_steps, sim_.keep.timeline);
   (is_send ? c.send_op : c.recv_op) = oi;
   F_.op_conn.push_back(conn);
   F_.op_next.push_back(-1);

@@ -28,7 +28,7 @@ class FlowBuilder {
 
   // A communicator over these global ranks (comm rank = position); returns its index.
   int add_comm(const std::string& name, const std::string& algorithm, const std::vector<int>& ranks);
-  int comm_rank(int comm, int global_rank) const { return comm_rank_of_[comm][global_rank]; }
+  int comm_rank(int comm, int global_rank) const { return F_.comm_rank_of[comm][global_rank]; }
   int comm_size(int comm) const { return int(F_.comms[comm].info.ranks.size()); }
   const std::string& comm_algorithm(int comm) const { return F_.comms[comm].algorithm; }
 
@@ -58,7 +58,6 @@ class FlowBuilder {
  private:
   Simulation::Impl& sim_;
   Flow& F_;
-  std::vector<std::vector<int>> comm_rank_of_;  // [comm][global rank] -> comm rank, -1 if not a member
   std::map<std::tuple<int, int, int, int>, int> seq_counter_;        // comm, rank, kind, peer
   std::map<std::tuple<int, int, int, int, int>, int> last_op_;       // rank, comm, channel, is_send, peer
 };
