@@ -239,18 +239,27 @@ void RingEngine::primitive(int o, int r) {
   }
   const double end = t + compute_base_ * nz_.factor() * m_.gpu_factor[size_t(r)];
   gpu_free_[size_t(r)] = end;
-  const double cons_jit = nz_.factor();
+  // Four draws per primitive, in this order, whether used or not.
+  const double delay = m_.consumer_delay[size_t(r)];
   if (rs >= 0) {
     double fr = end;
-    const double delay = m_.consumer_delay[size_t(r)];
-    if (delay > 0) fr = std::max(fr, freed_prev_[size_t(r)]) + delay * cons_jit;
+    if (delay > 0) fr = std::max(fr, freed_prev_[size_t(r)]) + delay * nz_.factor();
+    else nz_.skip();
     freed_prev_[size_t(r)] = fr;
     at(freed_in_, r, rs) = fr;
     if (recv_op_[size_t(r)] >= 0) cur_.steps[size_t(recv_op_[size_t(r)])].freed(rs, fr);
+  } else {
+    nz_.skip();
+  }
+  if (ss < 0) {
+    nz_.skip();
+    nz_.skip();
+    return;
   }
   const double xfer_jit = nz_.factor();
-  const double flush_jit = nz_.factor();
-  if (ss < 0) return;
+  double flush_jit = 0;  // network hops only
+  if (net_[size_t(r)]) flush_jit = nz_.factor();
+  else nz_.skip();
   if (!net_[size_t(r)]) {
     const double ws = std::max(end, wire_free_[size_t(r)]);
     const double arr = ws + p_.nvl_lat + nvl_xfer_ * xfer_jit;
