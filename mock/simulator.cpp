@@ -1,17 +1,8 @@
-// The discrete-event model of NCCL's ring AllReduce pipelines (docs/simulator.md).
-//
-// Per channel, every rank's GPU runs the ring primitives in program order: per loop one
-// send, 2(n-1)-1 recv-reduce-send steps, one final recv. A network connection has 8 slots
-// (NCCL_STEPS) on each side; the proxy posts send slots as earlier sends complete and
-// receive buffers as the receiving GPU frees them; an isend goes out when the data is ready
-// and the receiver's clear-to-send has arrived; the wire is serial per connection. NVLink
-// hops use the same credits without a proxy. Faults change causes only (compute speed, slot
-// release, bandwidth, flush time, a kernel that never starts); every wait follows from the
-// timeline.
+// The simulator's public side (simulator.hpp): a Simulation builds the cluster (cluster.cpp),
+// runs one of the two engines (ring_engine.cpp, flow.cpp), keeps what Retention asks of the
+// records they hand over, measures the faults' effect, and writes the files node by node.
 #include <algorithm>
 #include <cmath>
-#include <climits>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -101,7 +92,7 @@ void Simulation::measure_effect() {
   Scenario healthy = impl_->sc;
   healthy.faults.clear();
   t.job_ns = impl_->job_end_ns;
-  // Without faults the healthy run is this very run (the noise is keyed by seed, not faults).
+  // A run without faults is its own healthy run: no second simulation.
   t.healthy_job_ns = impl_->sc.faults.empty() ? t.job_ns : mock::job_end_ns(healthy);
   t.slowdown = slowdown_of(t.job_ns, t.healthy_job_ns);
   // Roots follow the faults other than `none`, in order.

@@ -16,7 +16,8 @@ The scenarios (`list` prints them): run_accuracy.py's full matrix; a sample of s
 sensitivity and randomized families (every --stride-th); the specs of tests/e2e/*.py and of
 tests/unit/test_simulator.cpp; and every `mock --format` variant of `nccl-culprit mock --help`
 (probing-csv/json with each option, Flight Recorder dumps of every schema, encoding and
-option) over ring, tree, pipeline and several communicators, healthy and hung. Each case is
+option) over ring, tree, pipeline and several communicators, healthy and hung; and a few
+larger rings (up to 512 GPUs). Each case is
 `nccl-culprit mock --out DIR/<case> --format F --scenario SPEC`; its exit code, stdout and
 stderr are kept beside the files (`_command.txt`, the output path replaced by OUT), so errors
 must stay identical too. Cases marked `analyze` also run `analyze --mock SPEC --json` in one
@@ -123,6 +124,14 @@ FORMAT_SPECS = [
     "topology=ring,nodes=8,gpus=2,channels=1,seqs=6,fault=hang:0",
 ]
 
+# Larger rings: the ring engine's step window across many ranks, several loops per step
+# sequence, stale pool slots of a hang past seq 16, several faults under high noise.
+LARGE_SPECS = [
+    "topology=ring,nodes=64,gpus=8,seqs=20,fault=hang:100@17",
+    "topology=ring,nodes=32,gpus=8,channels=4,bytes=1G,seqs=3,fault=slow_consumer:17",
+    "topology=ring,nodes=24,gpus=8,channels=3,seqs=5,jitter=0.3,hetero=0.1,fault=slow_link:7,fault=slow_flush:30",
+]
+
 # analyze --mock (the in-memory source): a few scenarios, one process
 ANALYZE_SPECS = [
     "topology=ring,nodes=4,gpus=8,channels=2,seqs=20,fault=slow_gpu:13",
@@ -162,6 +171,8 @@ def cases(stride):
             add("fmt", spec, fmt)
     for spec in ANALYZE_SPECS:
         add("analyze", spec, analyze=True)
+    for spec in LARGE_SPECS:  # last: earlier cases keep their ids
+        add("large", spec)
     return out
 
 
@@ -207,11 +218,11 @@ def render_case(binary, root, case, timeout):
 
 def render(binary, root, stride, jobs, timeout, only):
     os.makedirs(root, exist_ok=True)
-    todo = [c for c in cases(stride) if not only or re.search(only, c[0] + " " + c[2] + " " + c[1])]
-    if not only:  # the list of cases is part of the tree: a changed list shows in the comparison
-        with open(os.path.join(root, "_cases.txt"), "w") as f:
-            for cid, fmt, spec, analyze in todo:
-                f.write("%s %s %s%s\n" % (cid, fmt, spec, " analyze" if analyze else ""))
+    every = cases(stride)
+    todo = [c for c in every if not only or re.search(only, c[0] + " " + c[2] + " " + c[1])]
+    with open(os.path.join(root, "_cases.txt"), "w") as f:  # a changed list shows in the comparison
+        for cid, fmt, spec, analyze in every:
+            f.write("%s %s %s%s\n" % (cid, fmt, spec, " analyze" if analyze else ""))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for i, cid in enumerate(pool.map(lambda c: render_case(binary, root, c, timeout), todo), 1):
             if i % 50 == 0 or i == len(todo):
@@ -302,6 +313,7 @@ def main():
             for cid in os.listdir(new):
                 if os.path.isdir(os.path.join(args.ref, cid)):
                     shutil.copytree(os.path.join(args.ref, cid), os.path.join(ref, cid))
+            shutil.copy(os.path.join(args.ref, "_cases.txt"), ref)
             differ = compare(ref, new)
             shutil.rmtree(ref)
         else:
