@@ -12,12 +12,12 @@
 // the data is ready and the clear-to-send arrived, a serial wire, a serial flush, NVLink hops
 // without a proxy. Values are computed as soon as their inputs are known (a work list); the
 // noise is a hash of what it applies to, so the timeline does not depend on evaluation order.
+// The job itself (which operations, connections, lanes) is built by a topology through
+// FlowBuilder (flow_builder.cpp, topology.hpp), for the whole run before it starts.
 #include <algorithm>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <stdexcept>
-#include <tuple>
 
 #include "mock/sim_internal.hpp"
 

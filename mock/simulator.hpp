@@ -116,7 +116,8 @@ struct SimStep {
 };
 
 // One ProxyOp: one network connection's share of one collective on one channel, as the
-// process `rank` records it. Only network hops have proxy ops.
+// process `rank` records it. Only network hops have proxy ops. (node_store.cpp encodes every
+// field but the steps: keep it in step.)
 struct SimProxyOp {
   int seq = 0;             // SeqNum of the collective; p2p: ordinal of the Send/Recv
   int channel = 0;
@@ -137,7 +138,7 @@ struct SimProxyOp {
   int task = -1;           // index into collectives() of the operation it belongs to
 };
 
-// One collective on one GPU.
+// One collective on one GPU. (node_store.cpp encodes every field: keep it in step.)
 struct SimCollective {
   int seq = 0;
   int rank = 0;
