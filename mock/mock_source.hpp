@@ -1,5 +1,6 @@
 // The simulator as a local data source (`analyze --mock SPEC`): each analyzer rank simulates
-// the cluster and reads its share of the nodes (round-robin) as NCCL trace files in memory.
+// the cluster, keeps the records of its share of the nodes (round-robin) only, and reads them
+// as NCCL trace files rendered in memory, node by node.
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mock/pickle_writer.hpp"
+#include "mock/records.hpp"
 
 namespace culprit::mock {
 namespace {
@@ -74,10 +75,11 @@ struct Op {
   bool completed = false;
 };
 
-std::vector<Op> ops_of(const Simulation& sim, int rank, double dump_ns, std::map<uint64_t, Group>& groups) {
+std::vector<Op> ops_of(const Simulation& sim, const NodeTimeline& timeline, int rank, double dump_ns,
+                       std::map<uint64_t, Group>& groups) {
   std::vector<const SimCollective*> mine;
-  for (const SimCollective& c : sim.collectives())
-    if (c.rank == rank && c.enqueue_ns <= dump_ns) mine.push_back(&c);
+  for (const OperationRecord& rec : timeline.operations)
+    if (rec.col.rank == rank && rec.col.enqueue_ns <= dump_ns) mine.push_back(&rec.col);
   std::stable_sort(mine.begin(), mine.end(),
                    [](const SimCollective* a, const SimCollective* b) { return a->enqueue_ns < b->enqueue_ns; });
   std::map<uint64_t, std::pair<int64_t, int64_t>> counters;  // group -> (collectives, p2p)
@@ -170,10 +172,10 @@ json entries_of(const std::vector<Op>& ops, int rank, int64_t elements, const Fl
 
 json count(int64_t v, bool json_form) { return json_form ? json(std::to_string(v)) : json(v); }
 
-json dump_of(const Simulation& sim, int rank, const FlightRecorderExport& how) {
+json dump_of(const Simulation& sim, const NodeTimeline& timeline, int rank, const FlightRecorderExport& how) {
   std::map<uint64_t, Group> groups = groups_of(sim, rank);
   const double dump_ns = std::isfinite(sim.dump_time_ns()) ? sim.dump_time_ns() : INFINITY;
-  const std::vector<Op> ops = ops_of(sim, rank, dump_ns, groups);
+  const std::vector<Op> ops = ops_of(sim, timeline, rank, dump_ns, groups);
   const auto elements = static_cast<int64_t>(std::max<uint64_t>(1, sim.scenario().bytes / 4));
   json entries = entries_of(ops, rank, elements, how);
   if (how.version.rfind("1.", 0) == 0) return entries;
@@ -222,14 +224,20 @@ FlightRecorderExport parse_flight_recorder_format(const std::string& format) {
 }
 
 std::vector<RenderedFile> render_host_flight_recorder(const Simulation& sim, int node, const FlightRecorderExport& how) {
+  return render_host_flight_recorder(sim, sim.node_timeline(node), how);
+}
+
+std::vector<RenderedFile> render_host_flight_recorder(const Simulation& sim, const NodeTimeline& timeline,
+                                                      const FlightRecorderExport& how) {
   std::vector<RenderedFile> files;
-  if (how.traces) files = sim.render_host_nccl_json(node);
-  for (const SimProcess& p : sim.processes()) {
-    if (p.node != node || how.missing.count(p.global_rank)) continue;
+  if (how.traces) files = sim.render_host_nccl_json(timeline);
+  const int gpus = sim.scenario().gpus;
+  for (int rank = timeline.node * gpus; rank < (timeline.node + 1) * gpus; ++rank) {
+    if (how.missing.count(rank)) continue;
     RenderedFile f;
-    f.name = "nccl_trace_rank_" + std::to_string(p.global_rank);
-    if (!how.empty.count(p.global_rank)) {
-      const json dump = dump_of(sim, p.global_rank, how);
+    f.name = "nccl_trace_rank_" + std::to_string(rank);
+    if (!how.empty.count(rank)) {
+      const json dump = dump_of(sim, timeline, rank, how);
       f.content = how.json ? dump.dump() : pickle_protocol2(dump);
     }
     files.push_back(std::move(f));

@@ -43,5 +43,8 @@ FlightRecorderExport parse_flight_recorder_format(const std::string& format);
 
 // The dumps of one host's processes.
 std::vector<RenderedFile> render_host_flight_recorder(const Simulation& sim, int node, const FlightRecorderExport& how);
+// The same from that node's records (sim.node_timeline(node)).
+std::vector<RenderedFile> render_host_flight_recorder(const Simulation& sim, const NodeTimeline& timeline,
+                                                      const FlightRecorderExport& how);
 
 }  // namespace culprit::mock

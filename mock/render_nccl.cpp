@@ -23,127 +23,135 @@
 
 namespace culprit::mock {
 
-std::string Simulation::Impl::render_rank_nccl_json(int r) const {
-  const SimProcess& pr = procs[r];
-  const int64_t pid = pr.pid;
-  const double origin = origin_ns[r];
-  const uint64_t gclk = node_clock[pr.node];
-  const double kill = kill_ns;
-  auto us = [&](double t_ns) { return (t_ns + origin) / 1000.0; };
-  auto reached = [&](double t) { return t < kill; };  // kill is +inf unless hang
-  auto clk = [&](double t_ns) { return gclk + uint64_t(std::llround(t_ns)); };
+namespace {
 
-  size_t n_ops_here = 0;
-  for (int s = 0; s < seqs_run; ++s)
-    for (int c = 0; c < C; ++c)
-      for (int is_send = 0; is_send < 2; ++is_send) n_ops_here += op_at(s, r, c, is_send) >= 0;
-  Out o(4096 + size_t(seqs_run) * (700 + 400 * C) + n_ops_here * (600 + 16 * 6 * 110));
-  o.lit("[\n");
+// One process's records in the ring engine's shape: its collective of every seq, its proxy ops
+// by (seq, channel, direction).
+class RingRankRecords {
+ public:
+  RingRankRecords(const NodeTimeline& t, int rank, int seqs, int channels)
+      : seqs_(seqs), C_(channels), coll_(size_t(seqs), nullptr), op_(size_t(seqs) * channels * 2, nullptr) {
+    for (const OperationRecord& rec : t.operations)
+      if (rec.col.rank == rank && rec.col.seq < seqs) coll_[size_t(rec.col.seq)] = &rec;
+    for (const ProxyOpRecord& rec : t.proxy_ops)
+      if (rec.op.rank == rank && rec.op.seq < seqs) {
+        op_[slot(rec.op.seq, rec.op.channel, rec.op.is_send)] = &rec;
+        ++n_ops_;
+      }
+  }
+  const SimCollective* coll(int s) const { return s >= 0 && s < seqs_ && coll_[size_t(s)] ? &coll_[size_t(s)]->col : nullptr; }
+  const ProxyOpRecord* op(int s, int c, int is_send) const { return s >= 0 && s < seqs_ ? op_[slot(s, c, is_send)] : nullptr; }
+  size_t n_ops() const { return n_ops_; }
+  // transSize: accumulated over every use of the plugin's pool slot (never reset).
+  uint64_t trans_size(int s, int c, int is_send) const {
+    uint64_t trans = 0;
+    for (int ps = s; ps >= 0; ps -= kCollPool)
+      if (const ProxyOpRecord* q = op(ps, c, is_send)) trans += uint64_t(q->steps.transferred) * q->op.chunk_bytes;
+    return trans;
+  }
 
-  int64_t group_id = 0, coll_id = 0, op_id = 0, step_id = 0;
-  const int64_t kernel_id = 0;  // the plugin never increments its KernelCh counter
-  const bool groups = sc.layout == "2.27";
+ private:
+  size_t slot(int s, int c, int is_send) const { return (size_t(s) * C_ + size_t(c)) * 2 + size_t(is_send); }
+  int seqs_, C_;
+  std::vector<const OperationRecord*> coll_;
+  std::vector<const ProxyOpRecord*> op_;
+  size_t n_ops_ = 0;
+};
 
-  for (int s = 0; s < seqs_run; ++s) {
-    const int ci = coll_at(s, r);
-    if (ci < 0) continue;
-    const SimCollective& col = colls[ci];
+// The trace file of one process of the ring engine.
+class RingTraceWriter {
+ public:
+  RingTraceWriter(const Simulation::Impl& sim, const NodeTimeline& t, int r)
+      : m_(sim), recs_(t, r, sim.seqs_run, sim.C), r_(r), pid_(sim.procs[r].pid), origin_(sim.origin_ns[r]),
+        gclk_(sim.node_clock[sim.procs[r].node]), kill_(sim.kill_ns),
+        o_(4096 + size_t(sim.seqs_run) * (700 + 400 * sim.C) + recs_.n_ops() * (600 + 16 * 6 * 110)) {}
+
+  std::string write() {
+    o_.lit("[\n");
+    for (int s = 0; s < m_.seqs_run; ++s)
+      if (const SimCollective* col = recs_.coll(s)) collective(s, *col);
+    o_.lit("{}]\n");
+    return o_.take();
+  }
+
+ private:
+  double us(double t_ns) const { return (t_ns + origin_) / 1000.0; }
+  bool reached(double t) const { return t < kill_; }  // kill is +inf unless hang
+  uint64_t clk(double t_ns) const { return gclk_ + uint64_t(std::llround(t_ns)); }
+  double noise(int s, uint64_t what) const { return unit(mix(m_.sc.seed, s, r_, what)); }
+
+  void collective(int s, const SimCollective& col) {
+    const bool groups = m_.sc.layout == "2.27";
     const bool done = reached(col.end_ns);
     // Host-side observation delays (deterministic).
-    const double grp_lead = 500 + 1500 * unit(mix(sc.seed, s, r, 0x6772706cull));
-    const double submit = col.enqueue_ns + 3000 + 4000 * unit(mix(sc.seed, s, r, 0x7375626dull));
+    const double grp_lead = 500 + 1500 * noise(s, 0x6772706cull);
+    const double submit = col.enqueue_ns + 3000 + 4000 * noise(s, 0x7375626dull);
     const double coll_end = done ? col.end_ns : submit;
-
+    if (groups) o_.group_begin(group_id_, pid_, us(col.enqueue_ns - grp_lead));
+    o_.head("AllReduce", "COLL", true, coll_id_, pid_, us(col.enqueue_ns));
+    o_.lit(", \"args\": {\"SeqNum\": ");
+    o_.i64(s);
+    o_.lit(", \"CommHash\": ");
+    o_.u64(m_.comm_hash);
+    o_.lit(", \"Rank\": ");
+    o_.i64(r_);
+    o_.lit(", \"Count\": ");
+    o_.u64(m_.sc.bytes / 4);
+    o_.lit(", \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"RING\", \"Protocol\": \"SIMPLE\", \"nChannels\": ");
+    o_.i64(m_.C);
+    o_.end_args_line();
+    for (int c = 0; c < m_.C; ++c) channel(s, col, c);
+    o_.end_event("AllReduce", "COLL", coll_id_, pid_, us(coll_end));
+    ++coll_id_;
     if (groups) {
-      o.head("Group", "GROUP", true, group_id, pid, us(col.enqueue_ns - grp_lead));
-      o.lit(", \"args\": {\"groupId\": ");
-      o.i64(group_id);
-      o.end_args_line();
-    }
-    o.head("AllReduce", "COLL", true, coll_id, pid, us(col.enqueue_ns));
-    o.lit(", \"args\": {\"SeqNum\": ");
-    o.i64(s);
-    o.lit(", \"CommHash\": ");
-    o.u64(comm_hash);
-    o.lit(", \"Rank\": ");
-    o.i64(r);
-    o.lit(", \"Count\": ");
-    o.u64(sc.bytes / 4);
-    o.lit(", \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"RING\", \"Protocol\": \"SIMPLE\", \"nChannels\": ");
-    o.i64(C);
-    o.end_args_line();
-
-    for (int c = 0; c < C; ++c) {
-      const double kstart = col.kernel_start_ns + 300.0 * c + 500.0 * unit(mix(sc.seed, s, r, 0x736b63ull + c));
-      const bool kstarted = reached(kstart);
-      if (kstarted) {
-        const double poll = p.poll * unit(mix(sc.seed, s, r, 0x6b62ull + c));
-        o.head("KernelCh", "GPU", true, kernel_id, pid, us(kstart + poll));
-        o.lit(", \"args\": {\"Channel\": ");
-        o.i64(c);
-        o.lit(", \"StartGpuClk\": ");
-        o.u64(clk(kstart));
-        o.lit(", \"StopGpuClk\": ");
-        // Stale stop clock of the pool slot's previous collective when never stopped.
-        double cend = col.channel_end_ns[c];
-        uint64_t stop_clk = 0;
-        if (reached(cend)) {
-          stop_clk = clk(cend);
-        } else {
-          int pc = coll_at(s - kCollPool, r);
-          if (pc >= 0) stop_clk = clk(colls[pc].channel_end_ns[c]);
-        }
-        o.u64(stop_clk);
-        o.end_args_line();
-      }
-
-      for (int is_send = 0; is_send < 2; ++is_send) {
-        const int oi = op_at(s, r, c, is_send);
-        if (oi < 0) continue;
-        const SimProxyOp& op = ops[oi];
-        if (!reached(op.sched_ns)) continue;
-        const SimProxyOp* old = nullptr;  // previous occupant of this plugin pool slot
-        {
-          int po = op_at(s - kCollPool, r, c, is_send);
-          if (po >= 0) old = &ops[po];
-        }
-        // transSize: accumulated over every use of this pool slot (never reset).
-        uint64_t trans = 0;
-        for (int ps = s; ps >= 0; ps -= kCollPool) {
-          int qi = op_at(ps, r, c, is_send);
-          if (qi < 0) continue;
-          const SimProxyOp& q = ops[qi];
-          for (const SimStep& st : q.steps)
-            if (reached(is_send ? st.t2 : st.t1)) trans += q.chunk_bytes;
-        }
-        print_proxy_op(o, {&op, old, c, op.peer, trans, pid, origin, kill}, op_id, step_id);
-      }
-
-      if (kstarted) {
-        double cend = col.channel_end_ns[c];
-        double ets;
-        if (reached(cend)) {
-          ets = cend + p.poll * unit(mix(sc.seed, s, r, 0x6b65ull + c));
-        } else {
-          int pc = coll_at(s - kCollPool, r);
-          ets = pc >= 0 ? colls[pc].channel_end_ns[c] : -origin;
-        }
-        o.head("KernelCh", "GPU", false, kernel_id, pid, us(ets));
-        o.end_line();
-      }
-    }
-
-    o.head("AllReduce", "COLL", false, coll_id, pid, us(coll_end));
-    o.end_line();
-    ++coll_id;
-    if (groups) {
-      o.head("Group", "GROUP", false, group_id, pid, us(done ? coll_end : submit + 200));
-      o.end_line();
-      ++group_id;
+      o_.end_event("Group", "GROUP", group_id_, pid_, us(done ? coll_end : submit + 200));
+      ++group_id_;
     }
   }
-  o.lit("{}]\n");
-  return o.take();
+
+  // KernelCh of channel c wrapping its proxy ops (receive first, then send). What was never
+  // reached keeps the stale values of the pool slot's previous collective.
+  void channel(int s, const SimCollective& col, int c) {
+    const double kstart = col.kernel_start_ns + 300.0 * c + 500.0 * noise(s, 0x736b63ull + c);
+    const bool kstarted = reached(kstart);
+    const SimCollective* old = recs_.coll(s - kCollPool);
+    const double cend = col.channel_end_ns[size_t(c)];
+    if (kstarted) {
+      uint64_t stop_clk = 0;
+      if (reached(cend)) stop_clk = clk(cend);
+      else if (old) stop_clk = clk(old->channel_end_ns[size_t(c)]);
+      o_.kernel_begin(pid_, us(kstart + m_.p.poll * noise(s, 0x6b62ull + c)), c, clk(kstart), stop_clk);
+    }
+    for (int is_send = 0; is_send < 2; ++is_send) {
+      const ProxyOpRecord* op = recs_.op(s, c, is_send);
+      if (!op || !reached(op->op.sched_ns)) continue;
+      print_proxy_op(o_, {op, recs_.op(s - kCollPool, c, is_send), c, op->op.peer, recs_.trans_size(s, c, is_send),
+                          pid_, origin_, kill_},
+                     op_id_, step_id_);
+    }
+    if (kstarted) {
+      double ets = -origin_;
+      if (reached(cend)) ets = cend + m_.p.poll * noise(s, 0x6b65ull + c);
+      else if (old) ets = old->channel_end_ns[size_t(c)];
+      o_.kernel_end(pid_, us(ets));
+    }
+  }
+
+  const Simulation::Impl& m_;
+  RingRankRecords recs_;
+  const int r_;
+  const int64_t pid_;
+  const double origin_;
+  const uint64_t gclk_;
+  const double kill_;
+  Out o_;
+  int64_t group_id_ = 0, coll_id_ = 0, op_id_ = 0, step_id_ = 0;
+};
+
+}  // namespace
+
+std::string Simulation::Impl::render_rank_nccl_json(const NodeTimeline& t, int r) const {
+  return RingTraceWriter(*this, t, r).write();
 }
 
 std::string ground_truth_json(const GroundTruth& truth, const std::vector<SimProcess>& procs) {

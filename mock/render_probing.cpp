@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "mock/records.hpp"
+
 namespace culprit::mock {
 namespace {
 
@@ -93,7 +95,8 @@ struct ProcessTags {
 
 class HostExport {
  public:
-  HostExport(const Simulation& sim, int node, const ProbingExport& how) : sim_(sim), node_(node), how_(how) {
+  HostExport(const Simulation& sim, const NodeTimeline& timeline, const ProbingExport& how)
+      : sim_(sim), t_(timeline), how_(how) {
     for (const SimComm& c : sim.communicators()) comm_size_[c.hash] = static_cast<int>(c.ranks.size());
     const bool pipeline = sim.scenario().topology == "pipeline";
     tags_.resize(sim.processes().size());
@@ -124,7 +127,6 @@ class HostExport {
   }
 
  private:
-  bool on_node(int global_rank) const { return tags_[static_cast<size_t>(global_rank)].process->node == node_; }
   bool alive_at_dump(double start, double end) const { return start < dump_ns_ && !(end < dump_ns_); }
   static int64_t epoch_ns(double t) { return static_cast<int64_t>(std::llround(kEpochBaseNs + t)); }
 
@@ -145,8 +147,7 @@ class HostExport {
     w.text("dp=" + std::to_string(t.dp) + ",pp=" + std::to_string(t.pp) + ",tp=" + std::to_string(t.tp));
   }
   std::string func_of(const SimProxyOp& op) const {
-    if (op.task >= 0 && static_cast<size_t>(op.task) < sim_.collectives().size())
-      return sim_.collectives()[static_cast<size_t>(op.task)].name;
+    if (const OperationRecord* task = t_.operation(op.task)) return task->col.name;
     return op.is_p2p ? (op.is_send ? "Send" : "Recv") : "AllReduce";
   }
 
@@ -155,19 +156,9 @@ class HostExport {
                                         "channel_id", "peer", "is_send", "n_steps", "trans_bytes", "send_gpu_wait_ns",
                                         "send_peer_wait_ns", "send_wait_ns", "recv_wait_ns", "recv_flush_wait_ns"},
                                        how_.tags));
-    for (const SimProxyOp& op : sim_.proxy_ops()) {
-      if (!on_node(op.rank) || !(op.end_ns < dump_ns_)) continue;  // alive ops have no row yet
-      double phase[5] = {0, 0, 0, 0, 0};  // SendGpuWait, SendPeerWait, SendWait | RecvWait, RecvFlushWait
-      for (const SimStep& s : op.steps) {
-        if (op.is_send) {
-          phase[0] += s.t1 - s.t0;
-          phase[1] += s.t2 - s.t1;
-          phase[2] += s.t3 - s.t2;
-        } else {
-          phase[3] += s.t1 - s.t0;
-          phase[4] += s.t2 - s.t1;
-        }
-      }
+    for (const ProxyOpRecord& rec : t_.proxy_ops) {
+      const SimProxyOp& op = rec.op;
+      if (!(op.end_ns < dump_ns_)) continue;  // alive ops have no row yet
       w.begin_row();
       w.i64(epoch_ns(op.end_ns));
       w.i64(op.comm_rank);
@@ -180,7 +171,8 @@ class HostExport {
       w.i64(op.is_send ? 1 : 0);
       w.i64(op.n_steps);
       w.unsigned_cell(static_cast<uint64_t>(op.n_steps) * op.chunk_bytes, how_.unsigned_cells);
-      for (double v : phase) w.i64(std::llround(std::max(0.0, v)));
+      // SendGpuWait, SendPeerWait, SendWait | RecvWait, RecvFlushWait summed over the steps
+      for (double v : rec.steps.phase) w.i64(std::llround(std::max(0.0, v)));
       federation(w, op.rank);
       w.end_row();
     }
@@ -192,8 +184,9 @@ class HostExport {
                                         "is_send", "start_ns", "age_ns"},
                                        how_.tags));
     const int64_t snapshot = std::isfinite(dump_ns_) ? epoch_ns(dump_ns_) : 0;
-    for (const SimCollective& c : sim_.collectives()) {
-      if (!on_node(c.rank) || !alive_at_dump(c.enqueue_ns, c.end_ns)) continue;
+    for (const OperationRecord& rec : t_.operations) {
+      const SimCollective& c = rec.col;
+      if (!alive_at_dump(c.enqueue_ns, c.end_ns)) continue;
       const bool p2p = c.name == "Send" || c.name == "Recv";
       w.begin_row();
       w.i64(snapshot);
@@ -210,8 +203,9 @@ class HostExport {
       federation(w, c.rank);
       w.end_row();
     }
-    for (const SimProxyOp& op : sim_.proxy_ops()) {
-      if (!on_node(op.rank) || !alive_at_dump(op.sched_ns, op.end_ns)) continue;
+    for (const ProxyOpRecord& rec : t_.proxy_ops) {
+      const SimProxyOp& op = rec.op;
+      if (!alive_at_dump(op.sched_ns, op.end_ns)) continue;
       w.begin_row();
       w.i64(snapshot);
       w.i64(op.comm_rank);
@@ -237,8 +231,9 @@ class HostExport {
                              "exec_time_ns", "enqueue_time_ns", "timing_source", "algobw_gbps"},
                             how_.tags));
     const uint64_t bytes = sim_.scenario().bytes;
-    for (const SimCollective& c : sim_.collectives()) {
-      if (!on_node(c.rank) || !(c.end_ns < dump_ns_) || c.channel_end_ns.empty()) continue;
+    for (const OperationRecord& rec : t_.operations) {
+      const SimCollective& c = rec.col;
+      if (!(c.end_ns < dump_ns_) || c.channel_end_ns.empty()) continue;
       const double stop = *std::max_element(c.channel_end_ns.begin(), c.channel_end_ns.end());
       if (!(stop < dump_ns_) || !(c.kernel_start_ns <= stop)) continue;
       const bool p2p = c.name == "Send" || c.name == "Recv";
@@ -270,7 +265,7 @@ class HostExport {
   }
 
   const Simulation& sim_;
-  int node_;
+  const NodeTimeline& t_;
   ProbingExport how_;
   std::map<uint64_t, int> comm_size_;
   std::vector<ProcessTags> tags_;
@@ -301,7 +296,12 @@ ProbingExport parse_probing_format(const std::string& format) {
 }
 
 std::vector<RenderedFile> render_host_probing(const Simulation& sim, int node, const ProbingExport& how) {
-  return HostExport(sim, node, how).files();
+  return render_host_probing(sim, sim.node_timeline(node), how);
+}
+
+std::vector<RenderedFile> render_host_probing(const Simulation& sim, const NodeTimeline& timeline,
+                                              const ProbingExport& how) {
+  return HostExport(sim, timeline, how).files();
 }
 
 }  // namespace culprit::mock

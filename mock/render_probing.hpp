@@ -38,5 +38,8 @@ ProbingExport parse_probing_format(const std::string& format);
 
 // The export files of one host: proxy_ops.{csv,json}, inflight_ops.*, coll_perf.*.
 std::vector<RenderedFile> render_host_probing(const Simulation& sim, int node, const ProbingExport& how);
+// The same from that node's records (sim.node_timeline(node)).
+std::vector<RenderedFile> render_host_probing(const Simulation& sim, const NodeTimeline& timeline,
+                                              const ProbingExport& how);
 
 }  // namespace culprit::mock

@@ -2,14 +2,18 @@
 // and flow.cpp, render_flow.cpp (the general engine: trees, pipelines, several communicators).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "mock/node_store.hpp"
+#include "mock/records.hpp"
 #include "mock/simulator.hpp"
 
 namespace culprit::mock {
@@ -69,6 +73,9 @@ class Noise {
     return std::exp(sigma_ * z);
   }
   double uniform() { return double(rng_() >> 11) * (1.0 / 9007199254740992.0); }
+  // Draws a factor nobody uses: the stream stays where factor() would leave it, without the
+  // exp (a third of a ring primitive's cost).
+  void skip() { normal(); }
 
  private:
   std::mt19937_64 rng_;
@@ -77,36 +84,27 @@ class Noise {
   double spare_ = 0;
 };
 
-// Physical constants of the model (nanoseconds, bytes per nanosecond = GB/s).
-// The last finite time anything happened: collectives, and the proxy ops `include` keeps
-// (their progress, end and step times). A hung job's traces are dumped a while after it.
-template <typename Keep>
-double last_activity_ns(const std::vector<SimCollective>& colls, const std::vector<SimProxyOp>& ops,
-                        Keep include) {
+// The last finite time anything happened (the times of collectives and proxy ops, seen in
+// any order). A hung job's traces are dumped a while after it.
+struct LastActivity {
   double last = 0;
-  auto see = [&](double t) {
+  void see(double t) {
     if (std::isfinite(t)) last = std::max(last, t);
-  };
-  for (const auto& col : colls) {
+  }
+  void see(const SimCollective& col) {
     see(col.enqueue_ns);
     see(col.kernel_start_ns);
     see(col.end_ns);
     for (double t : col.channel_end_ns) see(t);
   }
-  for (const auto& op : ops) {
-    if (!include(op)) continue;
+  void see(const SimProxyOp& op, const StepSummary& steps) {
     see(op.progress_ns);
     see(op.end_ns);
-    for (const auto& st : op.steps) {
-      see(st.t0);
-      see(st.t1);
-      see(st.t2);
-      see(st.t3);
-    }
+    see(steps.last);
   }
-  return last;
-}
+};
 
+// Physical constants of the model (nanoseconds, bytes per nanosecond = GB/s).
 struct Params {
   double nvl_lat = 2000;        // NVLink hop latency
   double nvl_bw = 150;          // NVLink bandwidth per channel
@@ -201,6 +199,7 @@ struct FlowComm {
 
 struct Flow {
   std::vector<FlowComm> comms;
+  std::vector<std::vector<int>> comm_rank_of;  // [comm][global rank] -> comm rank, -1 if not a member
   std::vector<FlowTask> tasks;
   std::vector<std::vector<int>> stream;  // per rank: its tasks in order
   std::vector<int> stream_next;          // per rank: next task to activate
@@ -209,11 +208,15 @@ struct Flow {
   std::vector<FlowPrim> prims;
   std::vector<FlowIO> ios;
   std::vector<FlowConn> conns;
+  std::vector<SimProxyOp> ops;                 // every proxy op (their steps in op_steps)
+  std::vector<StepLog> op_steps;
   std::vector<int> op_conn, op_prev, op_next;  // per proxy op
   std::vector<char> op_progress_known;
   std::vector<uint64_t> queue;
   bool complete = true;
 };
+
+std::string host_name(int node);  // node%03d
 
 struct Simulation::Impl {
   Scenario sc;
@@ -242,22 +245,22 @@ struct Simulation::Impl {
   std::vector<uint64_t> node_clock;  // per node: GPU global timer at simulation time 0
 
   // Results.
-  int seqs_run = 0;            // collectives simulated (hang: up to and including the hung one)
+  int seqs_run = 0;            // ring engine: collectives simulated (hang: up to and including the hung one)
   double kill_ns = kInf;       // hang: when the traces were dumped
-  int hung_seq = -1;           // hang: the collective that never completed
-  std::vector<SimCollective> colls;
-  std::vector<int> coll_idx;   // [seq*n + rank] -> index in colls, -1 if the rank never enqueued
-  std::vector<SimProxyOp> ops;
-  std::vector<int> op_idx;     // [(seq*n + rank)*C*2 + channel*2 + is_send] -> index, -1 none
+  int hung_seq = -1;           // ring engine, hang: the collective that never completed
+  double job_end_ns = 0;       // the last completion of any operation (+inf: never)
+  // What is kept (Retention): the whole timeline, the records of some nodes.
+  Retention keep;
+  std::vector<SimCollective> colls;  // keep.timeline: every operation
+  std::vector<SimProxyOp> ops;       // keep.timeline: every proxy op with all its steps
+  std::unique_ptr<NodeStore> kept;   // the records of the nodes keep.nodes says
 
-  int coll_at(int seq, int rank) const {
-    if (seq < 0 || seq >= seqs_run) return -1;
-    return coll_idx[size_t(seq) * n + rank];
-  }
-  int op_at(int seq, int rank, int channel, int is_send) const {
-    if (seq < 0 || seq >= seqs_run) return -1;
-    return op_idx[(size_t(seq) * n + rank) * C * 2 + channel * 2 + is_send];
-  }
+  // The engines hand over every operation and proxy op once it is final, in collectives()
+  // and proxy_ops() order.
+  void record_operation(OperationRecord&& rec);
+  void record_proxy_op(SimProxyOp&& op, int index, StepLog&& steps);
+  bool keeps_node(int node) const { return !keep.nodes || keep.nodes(node); }
+
   bool net_hop(int a, int b) const { return procs[a].node != procs[b].node; }
   // Bandwidth divisor of the network connection s->d: slow links and the static spread.
   double link_factor(int s, int d) const {
@@ -273,14 +276,22 @@ struct Simulation::Impl {
   Flow flow;
   std::vector<SimComm> comm_list;  // every communicator (both engines)
 
+  // cluster.cpp
   void build(const Scenario& scenario);
+  void build_processes();
+  void build_rings();
+  void apply_faults();
+  TruthRoot apply_fault(const Fault& f);
+  void check_fault_rank(const Fault& f, int r, const char* what) const;
+  int ring_slow_link_peer(const Fault& f) const;
+  void build_clocks();
   void simulate();
-  void simulate_channel(int seq, int c, const std::vector<double>& kstart,
-                        const std::vector<double>& sched, std::vector<double>& channel_end);
-  std::string render_rank_nccl_json(int rank) const;  // render_nccl.cpp
+  void simulate_ring();  // ring_engine.cpp
+  std::string render_rank_nccl_json(const NodeTimeline& t, int rank) const;  // render_nccl.cpp
 
   // flow.cpp
-  void build_flow();
+  void build_flow();  // flow_builder.cpp, with the topologies (topology.hpp)
+  void resolve_flow_slow_links();
   void simulate_flow();
   void flow_activate(int rank);
   void flow_run_lane(int lane);
@@ -290,8 +301,12 @@ struct Simulation::Impl {
   void flow_push_lane(int lane);
   void flow_push_conn(int conn);
   void flow_push_rank(int rank);
+  void flow_record();
+  OperationRecord flow_operation(int task) const;
   // render_flow.cpp: the files of one process, one per communicator, in finalisation order
-  std::vector<RenderedFile> render_rank_flow(int rank) const;
+  std::vector<RenderedFile> render_rank_flow(const NodeTimeline& t, int rank) const;
+  // The records of one node's processes (simulator.cpp).
+  NodeTimeline node_timeline(int node) const;
 };
 
 }  // namespace culprit::mock

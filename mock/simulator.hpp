@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace culprit::mock {
+
+struct NodeTimeline;  // mock/records.hpp
 
 struct Fault {
   std::string kind;      // slow_gpu | slow_consumer | slow_link | slow_flush | hang | none
@@ -113,7 +116,8 @@ struct SimStep {
 };
 
 // One ProxyOp: one network connection's share of one collective on one channel, as the
-// process `rank` records it. Only network hops have proxy ops.
+// process `rank` records it. Only network hops have proxy ops. (node_store.cpp encodes every
+// field but the steps: keep it in step.)
 struct SimProxyOp {
   int seq = 0;             // SeqNum of the collective; p2p: ordinal of the Send/Recv
   int channel = 0;
@@ -134,7 +138,7 @@ struct SimProxyOp {
   int task = -1;           // index into collectives() of the operation it belongs to
 };
 
-// One collective on one GPU.
+// One collective on one GPU. (node_store.cpp encodes every field: keep it in step.)
 struct SimCollective {
   int seq = 0;
   int rank = 0;
@@ -152,9 +156,26 @@ struct SimCollective {
   std::vector<int> channels;        // channel ids, parallel to channel_end_ns
 };
 
+// What a Simulation keeps of its timeline. The whole timeline (every step of every proxy op)
+// grows with the square of the ranks in a ring: 16k GPUs would need terabytes. A site-sized
+// scenario keeps only the records of the nodes it renders (docs/simulator.md, "Memory").
+struct Retention {
+  bool timeline = true;                  // collectives() and proxy_ops(), with every step
+  std::function<bool(int node)> nodes;   // whose records are kept for rendering; empty: all
+  // Bytes of node records held in memory; past it they go to a temporary file.
+  size_t memory_budget = size_t(32) << 20;
+  static Retention nodes_only(std::function<bool(int node)> which = {}) {
+    Retention keep;
+    keep.timeline = false;
+    keep.nodes = std::move(which);
+    return keep;
+  }
+  static Retention nothing() { return nodes_only([](int) { return false; }); }
+};
+
 class Simulation {
  public:
-  explicit Simulation(const Scenario& scenario);
+  explicit Simulation(const Scenario& scenario, Retention keep = {});
   ~Simulation();
   Simulation(Simulation&&) noexcept;
   Simulation& operator=(Simulation&&) noexcept;
@@ -166,6 +187,8 @@ class Simulation {
   // Simulates the counterfactuals (no fault; each fault alone) and fills the effect fields
   // of truth(). Costs one simulation per fault plus one.
   void measure_effect();
+  // When the job ends: the last completion of any operation (+inf: never, a hang).
+  double job_end_ns() const;
 
   // The communicator (the world): its hash, size, and the ring of each channel (the world
   // ring of the ring topology; ring_next/prev throw std::out_of_range for other topologies).
@@ -179,24 +202,33 @@ class Simulation {
   const std::vector<SimComm>& communicators() const;
   std::vector<SimLink> links() const;
 
-  // The simulated timeline (every collective of every rank; every network proxy op).
+  // The simulated timeline (every collective of every rank; every network proxy op). Only
+  // with Retention::timeline (throw std::logic_error otherwise).
   const std::vector<SimCollective>& collectives() const;
   const std::vector<SimProxyOp>& proxy_ops() const;
   // When the traces were dumped (a hang: a while after the last progress anywhere; +inf
   // when the job ran to its end). Operations alive then never finished.
   double dump_time_ns() const;
 
+  // What the processes of one node did, as the renderers read it (mock/records.hpp); only
+  // for the nodes Retention::nodes keeps (std::logic_error otherwise).
+  NodeTimeline node_timeline(int node) const;
+
   // NCCL 2.27+ example-profiler trace files of one host: <prefix>_<commHash>_<rank>.json,
   // one per process and communicator.
   std::vector<RenderedFile> render_host_nccl_json(int node) const;
+  std::vector<RenderedFile> render_host_nccl_json(const NodeTimeline& t) const;
 
   // Writes <dir>/<host>/<files> for every host plus <dir>/ground_truth.json: the NCCL
   // trace files, or the files `render` makes of each node (e.g. probing's exports).
   void write(const std::string& dir) const;
   void write(const std::string& dir, const std::function<std::vector<RenderedFile>(int node)>& render) const;
 
- private:
+  // The simulator's state (mock/sim_internal.hpp), named here so that the engine's parts
+  // (builders, engines, renderers) can refer to it; not an interface.
   struct Impl;
+
+ private:
   Impl* impl_;
 };
 

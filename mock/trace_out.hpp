@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mock/simulator.hpp"
+#include "mock/records.hpp"
 
 namespace culprit::mock {
 
@@ -44,6 +44,29 @@ class Out {
   }
   void end_line() { lit("},\n"); }        // "e" lines
   void end_args_line() { lit("}},\n"); }  // "b" lines with args
+  // An "e" line.
+  void end_event(const char* name, const char* cat, int64_t id, int64_t pid, double ts_us) {
+    head(name, cat, false, id, pid, ts_us);
+    end_line();
+  }
+  void group_begin(int64_t id, int64_t pid, double ts_us) {
+    head("Group", "GROUP", true, id, pid, ts_us);
+    lit(", \"args\": {\"groupId\": ");
+    i64(id);
+    end_args_line();
+  }
+  // KernelCh b; the plugin never increments its KernelCh counter (every id is 0).
+  void kernel_begin(int64_t pid, double ts_us, int channel, uint64_t start_clk, uint64_t stop_clk) {
+    head("KernelCh", "GPU", true, 0, pid, ts_us);
+    lit(", \"args\": {\"Channel\": ");
+    i64(channel);
+    lit(", \"StartGpuClk\": ");
+    u64(start_clk);
+    lit(", \"StopGpuClk\": ");
+    u64(stop_clk);
+    end_args_line();
+  }
+  void kernel_end(int64_t pid, double ts_us) { end_event("KernelCh", "GPU", 0, pid, ts_us); }
   std::string take() { return std::move(s_); }
 
  private:
@@ -54,8 +77,8 @@ class Out {
 // slots (a slot the op never reached keeps its previous occupant's stale content, `old`),
 // ProgressX e. Shared by both engines' renderers so the two layouts cannot drift apart.
 struct ProxyOpPrint {
-  const SimProxyOp* op = nullptr;
-  const SimProxyOp* old = nullptr;  // previous occupant of the plugin's pool slot, or null
+  const ProxyOpRecord* op = nullptr;
+  const ProxyOpRecord* old = nullptr;  // previous occupant of the plugin's pool slot, or null
   int channel = 0;
   int peer = 0;                     // communicator rank of the remote end
   uint64_t trans = 0;               // transSize as the plugin accumulates it

@@ -26,7 +26,9 @@ int run_mock_command(const MockOptions& options) {
     if (dumps) flight_recorder = mock::parse_flight_recorder_format(options.format);
     else if (!traces) probing = mock::parse_probing_format(options.format);
     scenario = mock::Scenario::parse(options.scenario);
-    sim = std::make_unique<mock::Simulation>(scenario);  // checks ranks against the cluster
+    // Checks ranks against the cluster. Keeps each node's records only (what the files need),
+    // not the whole timeline: memory stays bounded at 16k GPUs (docs/simulator.md, "Memory").
+    sim = std::make_unique<mock::Simulation>(scenario, mock::Retention::nodes_only());
   } catch (const std::invalid_argument& e) {
     std::cerr << "nccl-culprit: " << e.what() << "\n";
     return kExitUsage;

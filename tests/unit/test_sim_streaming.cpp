@@ -1,0 +1,135 @@
+// The simulator's memory (docs/simulator.md, "Memory"): what a Simulation keeps (Retention),
+// the step summaries its renderers read instead of every step, and the records spilled to a
+// temporary file. Byte identity with earlier versions is tests/accuracy/sim_identity.py's job;
+// these tests check that what is kept does not change what is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mock/records.hpp"
+#include "mock/render_flight_recorder.hpp"
+#include "mock/render_probing.hpp"
+#include "mock/simulator.hpp"
+
+namespace culprit::mock {
+namespace {
+
+const std::vector<std::string> kSpecs = {
+    "topology=ring,nodes=3,gpus=4,channels=2,seqs=4,seed=3",
+    "topology=ring,nodes=2,gpus=4,channels=1,seqs=18,bytes=1M,fault=hang:5@17",  // stale pool slots
+    "topology=ring,nodes=4,gpus=2,channels=2,seqs=3,bytes=16M,fault=slow_link:3-4,engine=flow",
+    "topology=tree,nodes=4,gpus=2,channels=2,seqs=3,bytes=4M,fault=hang:5@2",
+    "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=3,bytes=1M,fault=hang:3@1",  // sends done, steps unsent
+    "topology=ring,comms=world+dp,nodes=3,gpus=2,channels=2,seqs=3,bytes=4M,fault=slow_consumer:2",
+};
+
+// Every file of every node, in three formats.
+std::vector<std::string> all_files(const Simulation& sim) {
+  std::vector<std::string> out;
+  for (int node = 0; node < sim.scenario().nodes; ++node) {
+    std::vector<RenderedFile> files = sim.render_host_nccl_json(node);
+    for (auto& f : render_host_probing(sim, node, parse_probing_format("probing-csv+coll_perf"))) files.push_back(f);
+    for (auto& f : render_host_flight_recorder(sim, node, parse_flight_recorder_format("flight-recorder+json+all")))
+      files.push_back(f);
+    for (const RenderedFile& f : files) out.push_back(std::to_string(node) + "/" + f.name + "\n" + f.content);
+  }
+  return out;
+}
+
+TEST(SimStreaming, WhatIsKeptDoesNotChangeTheFiles) {
+  for (const std::string& spec : kSpecs) {
+    SCOPED_TRACE(spec);
+    const Scenario sc = Scenario::parse(spec);
+    const std::vector<std::string> whole = all_files(Simulation(sc));
+    EXPECT_EQ(all_files(Simulation(sc, Retention::nodes_only())), whole);
+    Retention spill_all = Retention::nodes_only();
+    spill_all.memory_budget = 1;  // every record goes through the temporary file
+    EXPECT_EQ(all_files(Simulation(sc, spill_all)), whole);
+  }
+}
+
+TEST(SimStreaming, StepSummariesAgreeWithEveryStep) {
+  for (const std::string& spec : kSpecs) {
+    SCOPED_TRACE(spec);
+    Simulation sim(Scenario::parse(spec));
+    for (int node = 0; node < sim.scenario().nodes; ++node)
+      for (const ProxyOpRecord& rec : sim.node_timeline(node).proxy_ops) {
+        const SimProxyOp& full = sim.proxy_ops().at(size_t(rec.index));
+        ASSERT_EQ(int(full.steps.size()), rec.steps.n_steps);
+        int started = 0, transferred = 0;
+        while (started < full.n_steps && std::isfinite(full.steps[size_t(started)].t0)) ++started;
+        double first_phase = 0;
+        for (const SimStep& st : full.steps) {
+          transferred += std::isfinite(full.is_send ? st.t2 : st.t1);
+          first_phase += st.t1 - st.t0;
+        }
+        EXPECT_EQ(rec.steps.started, started);
+        EXPECT_EQ(rec.steps.transferred, transferred);
+        if (std::isfinite(full.end_ns)) {
+          EXPECT_EQ(full.is_send ? rec.steps.phase[0] : rec.steps.phase[3], first_phase);
+        }
+        for (int k = std::max(0, started - StepSummary::kKept); k < full.n_steps; ++k) {
+          const SimStep kept = rec.steps.step(k), st = full.steps[size_t(k)];
+          EXPECT_EQ(kept.step, st.step);
+          EXPECT_EQ(kept.t0, st.t0);
+          EXPECT_EQ(kept.t1, st.t1);
+          EXPECT_EQ(kept.t2, st.t2);
+          EXPECT_EQ(kept.t3, st.t3);
+        }
+      }
+  }
+}
+
+TEST(SimStreaming, OnlyTheNodesAskedForAreKept) {
+  const Scenario sc = Scenario::parse(kSpecs[0]);
+  Simulation whole(sc);
+  Simulation even(sc, Retention::nodes_only([](int node) { return node % 2 == 0; }));
+  EXPECT_EQ(even.render_host_nccl_json(2)[0].content, whole.render_host_nccl_json(2)[0].content);
+  EXPECT_THROW(even.node_timeline(1), std::logic_error);
+  EXPECT_THROW(even.collectives(), std::logic_error);
+  EXPECT_THROW(even.proxy_ops(), std::logic_error);
+  EXPECT_TRUE(whole.node_timeline(1).operations.size() == size_t(sc.gpus * sc.seqs));
+}
+
+TEST(SimStreaming, KeepingNothingStillTimesTheJob) {
+  for (const std::string& spec : kSpecs) {
+    SCOPED_TRACE(spec);
+    const Scenario sc = Scenario::parse(spec);
+    Simulation whole(sc), nothing(sc, Retention::nothing());
+    double end = 0;
+    for (const SimCollective& c : whole.collectives()) end = std::max(end, c.end_ns);
+    EXPECT_EQ(nothing.job_end_ns(), end);
+    EXPECT_EQ(nothing.dump_time_ns(), whole.dump_time_ns());
+    EXPECT_THROW(nothing.node_timeline(0), std::logic_error);
+  }
+}
+
+TEST(SimStreaming, AStepLogKeepsTheLastStartedSteps) {
+  const double inf = INFINITY;
+  StepLog log(100, false);
+  for (int k = 0; k < 60; ++k) log.sent(k, SimStep{k, 10.0 * k, 10.0 * k + 1, 10.0 * k + 2, 10.0 * k + 3});
+  EXPECT_EQ(log.summary().phase[2], 60.0);  // SendWait, 1 ns a step
+  for (int k = 60; k < 100; ++k) log.sent(k, SimStep{k, inf, inf, inf, inf});  // never started
+  const StepSummary& s = log.summary();
+  EXPECT_EQ(s.started, 60);
+  EXPECT_EQ(s.transferred, 60);
+  EXPECT_EQ(s.last, 593.0);
+  EXPECT_EQ(s.step(59).t3, 593.0);
+  EXPECT_EQ(s.step(28).t0, 280.0);
+  EXPECT_EQ(s.step(70).t0, inf);
+  EXPECT_THROW(s.step(27), std::logic_error);  // older than the kept window
+
+  StepLog recv(20, false);
+  recv.received(0, 1, 2, 3);
+  recv.received(1, inf, inf, inf);
+  EXPECT_THROW(recv.received(2, inf, 5, 6), std::logic_error);  // a time on a step that never started
+  recv.freed(0, 4);
+  EXPECT_EQ(recv.summary().step(0).t3, 4.0);
+  EXPECT_THROW(recv.freed(1, 7), std::logic_error);
+}
+
+}  // namespace
+}  // namespace culprit::mock
