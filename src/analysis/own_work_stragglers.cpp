@@ -30,23 +30,38 @@ struct Departure {
   bool in_pool = false;  // its role has enough members to measure the job's spread
 };
 
-// A rank's departures, gap by gap, from the typical same gap of its role: the median over
-// all ranks that have it, which one straggler cannot move from three ranks on (the median
-// of the others could: with three ranks it would be halfway to the straggler); with two
-// ranks, the other one.
-std::vector<double> paired_departures(const GapObservation& r,
-                                      const std::map<uint64_t, std::vector<std::pair<const GapObservation*, double>>>& by_key) {
+// The ranks of a role that have one gap, and the typical value of that gap: the median over
+// all of them, which one straggler cannot move from three ranks on (the median of the others
+// could: with three ranks it would be halfway to the straggler). The same for every rank, so
+// it is computed once per gap, not once per rank and gap.
+struct SameGap {
+  std::vector<std::pair<const GapObservation*, double>> ranks;
+  double median = 0;  // of all ranks' log gaps, where there are three or more
+};
+
+// A rank's departures, gap by gap, from the typical same gap of its role (with two ranks,
+// from the other one).
+std::vector<double> paired_departures(const GapObservation& r, const std::map<uint64_t, SameGap>& by_key) {
   std::vector<double> out;
-  std::vector<double> values;
   for (const GapSample& g : r.gaps) {
     auto it = by_key.find(g.key);
-    if (it == by_key.end() || it->second.size() < 2) continue;
-    values.clear();
-    for (const auto& [who, log_ns] : it->second)
-      if (who != &r || it->second.size() >= 3) values.push_back(log_ns);
-    out.push_back(g.log_ns - median_of(values));
+    if (it == by_key.end() || it->second.ranks.size() < 2) continue;
+    const SameGap& same = it->second;
+    if (same.ranks.size() >= 3) {
+      out.push_back(g.log_ns - same.median);
+      continue;
+    }
+    const auto& other = same.ranks[0].first == &r ? same.ranks[1] : same.ranks[0];
+    out.push_back(g.log_ns - other.second);
   }
   return out;
+}
+
+// What rank i's mean gap is compared with: the median of all ranks' from three on, else the
+// other rank's.
+double typical_mean_log(const std::vector<double>& mean_logs, size_t i, double typical_of_all) {
+  if (mean_logs.size() >= 3) return typical_of_all;
+  return mean_logs[mean_logs.size() - 1 - i];  // two ranks: the other one
 }
 
 // The departures of one role's ranks. The spread of single departures is the same random
@@ -54,9 +69,16 @@ std::vector<double> paired_departures(const GapObservation& r,
 // it is measured on all of them together (below), with the degrees of freedom of all their
 // samples: a handful of gaps alone say little about their own noise.
 void judge_role(const std::vector<const GapObservation*>& members, std::vector<Departure>& out) {
-  std::map<uint64_t, std::vector<std::pair<const GapObservation*, double>>> by_key;
+  std::map<uint64_t, SameGap> by_key;
   for (const GapObservation* r : members)
-    for (const GapSample& g : r->gaps) by_key[g.key].emplace_back(r, g.log_ns);
+    for (const GapSample& g : r->gaps) by_key[g.key].ranks.emplace_back(r, g.log_ns);
+  std::vector<double> values;
+  for (auto& [key, same] : by_key) {
+    if (same.ranks.size() < 3) continue;
+    values.clear();
+    for (const auto& [who, log_ns] : same.ranks) values.push_back(log_ns);
+    same.median = median_of(values);
+  }
   std::vector<double> mean_logs;
   for (const GapObservation* r : members) mean_logs.push_back(std::log(std::max(1.0, r->mean_gap_ns)));
   struct Paired {
@@ -73,6 +95,12 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
     for (size_t k = 1; k < rel.size(); ++k) differences.push_back(std::fabs(rel[k] - rel[k - 1]));
     paired[i] = {median_of(rel), static_cast<double>(rel.size())};
   }
+  // The typical mean gap of the role: of all ranks from three on (the same for every rank).
+  double typical_of_all = 0;
+  if (mean_logs.size() >= 3) {
+    values = mean_logs;
+    typical_of_all = median_of(values);
+  }
   const double role_df = std::max(1.0, static_cast<double>(differences.size()));
   const double role_sigma = kPairToSigma * median_of(differences);
   for (size_t i = 0; i < members.size(); ++i) {
@@ -85,9 +113,7 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
       d.noise_var = se * se;
       d.noise_df = role_df;
     } else {  // sums only: the mean gap against the typical mean (as above)
-      std::vector<double> values = mean_logs;
-      if (values.size() < 3) values.erase(values.begin() + static_cast<std::ptrdiff_t>(i));
-      d.log_excess = mean_logs[i] - median_of(values);
+      d.log_excess = mean_logs[i] - typical_mean_log(mean_logs, i, typical_of_all);
     }
     out.push_back(d);
   }

@@ -1,11 +1,13 @@
 #include "io/line_reader.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 namespace culprit {
 
@@ -19,11 +21,17 @@ LineReadResult for_each_line(const std::string& path,
     return result;
   }
   result.opened = true;
-  std::vector<char> buffer(chunk + max_line + 1);
+  // Reads of at most the file's size (a node holds thousands of small traces), into a buffer
+  // that is not cleared first: every byte is read before it is used.
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    chunk = std::min(chunk, std::max<size_t>(static_cast<size_t>(st.st_size) + 1, 4096));
+  std::unique_ptr<char[]> storage(new char[chunk + max_line + 1]);
+  char* const buffer = storage.get();
   size_t filled = 0;       // bytes of the current partial line kept at buffer[0..filled)
   bool skipping = false;   // inside an over-long line: drop bytes until its newline
   for (;;) {
-    ssize_t n = ::read(fd, buffer.data() + filled, chunk);
+    ssize_t n = ::read(fd, buffer + filled, chunk);
     if (n < 0) {
       if (errno == EINTR) continue;
       result.error = std::strerror(errno);
@@ -34,16 +42,16 @@ LineReadResult for_each_line(const std::string& path,
     size_t end = filled + static_cast<size_t>(n);
     size_t start = 0;
     for (;;) {
-      const void* nl = std::memchr(buffer.data() + start, '\n', end - start);
+      const void* nl = std::memchr(buffer + start, '\n', end - start);
       if (!nl) break;
-      size_t pos = static_cast<const char*>(nl) - buffer.data();
+      size_t pos = static_cast<const char*>(nl) - buffer;
       if (skipping) {
         // the tail of an over-long line that began in an earlier chunk
       } else if (pos - start > max_line) {
         ++result.overlong_lines;
       } else {
         ++result.lines;
-        on_line(std::string_view(buffer.data() + start, pos - start));
+        on_line(std::string_view(buffer + start, pos - start));
       }
       skipping = false;
       start = pos + 1;
@@ -54,13 +62,13 @@ LineReadResult for_each_line(const std::string& path,
       skipping = true;
       filled = 0;
     } else {
-      std::memmove(buffer.data(), buffer.data() + start, rest);
+      std::memmove(buffer, buffer + start, rest);
       filled = rest;
     }
   }
   if (filled > 0 && !skipping) {
     ++result.lines;
-    on_line(std::string_view(buffer.data(), filled));
+    on_line(std::string_view(buffer, filled));
   }
   ::close(fd);
   return result;

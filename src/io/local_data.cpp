@@ -116,7 +116,9 @@ void LocalData::absorb(LocalData&& other) {
       note_comm_rank(c.comm_hash, c.rank, remap[c.process], true, c.newest_seq, c.has_seq);
     if (c.cut_short) mark_cut_short(c.comm_hash, c.rank);
   }
-  ops.reserve(ops.size() + other.ops.size());
+  // Grows geometrically: a node's thousands of files are absorbed one by one, and an exact
+  // reserve each time would copy everything read so far for every file.
+  if (ops.capacity() < ops.size() + other.ops.size()) ops.reserve(std::max(ops.size() + other.ops.size(), 2 * ops.capacity()));
   for (ProxyOpRecord r : other.ops) {
     r.process = remap[r.process];
     ops.push_back(r);
