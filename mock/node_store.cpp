@@ -181,6 +181,13 @@ NodeTimeline NodeStore::load(int node) const {
       decode(d, t.proxy_ops.emplace_back());
     }
   }
+  // Records come in the order the engine finished them; the renderers read them in index
+  // order (a pipeline's are finished iteration by iteration, not rank by rank).
+  auto by_index = [](const auto& a, const auto& b) { return a.index < b.index; };
+  if (!std::is_sorted(t.operations.begin(), t.operations.end(), by_index))
+    std::stable_sort(t.operations.begin(), t.operations.end(), by_index);
+  if (!std::is_sorted(t.proxy_ops.begin(), t.proxy_ops.end(), by_index))
+    std::stable_sort(t.proxy_ops.begin(), t.proxy_ops.end(), by_index);
   return t;
 }
 

@@ -1,8 +1,9 @@
 // The topologies of the general engine (docs/simulator.md, "The general engine"), one file
 // each: topology_ring.cpp (ring AllReduce), topology_tree.cpp (NCCL's double binary tree
 // AllReduce), topology_pipeline.cpp (pipeline parallelism). A topology describes its job to a
-// FlowBuilder: its communicators, every rank's operations in program order, then the
-// connections, lanes and proxy ops of each operation.
+// FlowBuilder: its communicators, then one iteration at a time every rank's operations in
+// program order and the connections, lanes and proxy ops of each operation, each with the
+// index the whole run's build order gives it (flow_builder.hpp).
 #pragma once
 
 #include <memory>
@@ -15,8 +16,11 @@ namespace culprit::mock {
 class Topology {
  public:
   virtual ~Topology() = default;
-  // Throws std::invalid_argument when the scenario does not fit the topology.
-  virtual void build(FlowBuilder& b) const = 0;
+  // The communicators. Throws std::invalid_argument when the scenario does not fit the
+  // topology.
+  virtual void begin(FlowBuilder& b) = 0;
+  // Iteration `it` (0, 1, ... in order): its operations and their connections.
+  virtual void build_iteration(FlowBuilder& b, int it) = 0;
 };
 
 // The topology of scenario.topology (ring, tree or pipeline).
@@ -28,13 +32,19 @@ std::unique_ptr<Topology> make_topology(const Scenario& sc);
 // AllReduce runs.
 class DataParallelTopology : public Topology {
  public:
-  void build(FlowBuilder& b) const final;
+  void begin(FlowBuilder& b) final;
+  void build_iteration(FlowBuilder& b, int it) final;
 
  protected:
   virtual const char* algorithm() const = 0;  // RING | TREE
   virtual void check(const FlowBuilder& b) const = 0;
   // The connections, lanes and proxy ops of one AllReduce of `comm` (tasks by comm rank).
   virtual void allreduce(FlowBuilder& b, int comm, const std::vector<int>& tasks) const = 0;
+
+ private:
+  bool with_dp_ = false;
+  int world_ = -1;
+  std::vector<int> dp_comm_;  // per local GPU index
 };
 
 std::unique_ptr<Topology> make_ring_topology();

@@ -19,16 +19,6 @@ class RingTopology final : public DataParallelTopology {
   }
 };
 
-// One rank's lane on one channel: per loop a send, K-1 recv-reduce-sends, a final recv.
-void add_ring_lane(FlowBuilder& b, int lane, int in, int out, int K, int loops) {
-  for (int o = 0; o < loops * (K + 1); ++o) {
-    const int l = o / (K + 1), j = o % (K + 1), base = l * K;
-    if (j == 0) b.add_prim(lane, {}, {{out, base}});
-    else if (j == K) b.add_prim(lane, {{in, base + K - 1}}, {});
-    else b.add_prim(lane, {{in, base + j - 1}}, {{out, base + j}});
-  }
-}
-
 }  // namespace
 
 std::unique_ptr<Topology> make_ring_topology() { return std::make_unique<RingTopology>(); }
@@ -59,7 +49,7 @@ void build_ring_allreduce(FlowBuilder& b, int comm, const std::vector<int>& task
     t.chunk = chunk;
     for (int c = 0; c < C; ++c) t.channels.push_back(c);
     const int first = b.next_lane();
-    for (int c = 0; c < C; ++c) add_ring_lane(b, b.begin_lane(tasks[a], c), recv_conn[c][a], send_conn[c][a], K, lp);
+    for (int c = 0; c < C; ++c) b.add_lane(tasks[a], c, FlowLaneProgram::ring(recv_conn[c][a], send_conn[c][a], K, lp));
     b.finish_task_lanes(tasks[a], first);
     // NCCL's save order per channel: the receive from the previous rank, then the send.
     for (int c = 0; c < C; ++c) {

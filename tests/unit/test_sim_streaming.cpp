@@ -24,6 +24,9 @@ const std::vector<std::string> kSpecs = {
     "topology=tree,nodes=4,gpus=2,channels=2,seqs=3,bytes=4M,fault=hang:5@2",
     "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=3,bytes=1M,fault=hang:3@1",  // sends done, steps unsent
     "topology=ring,comms=world+dp,nodes=3,gpus=2,channels=2,seqs=3,bytes=4M,fault=slow_consumer:2",
+    // more steps a connection than the general engine keeps the times of (kConnWindow)
+    "topology=tree,nodes=3,gpus=2,channels=2,seqs=3,bytes=32M,fault=slow_consumer:3",
+    "topology=pipeline,comms=pp+world,nodes=4,gpus=2,stages=8,channels=2,seqs=3,bytes=8M,fault=hang:5@2",
 };
 
 // Every file of every node, in three formats.
@@ -104,6 +107,37 @@ TEST(SimStreaming, KeepingNothingStillTimesTheJob) {
     EXPECT_EQ(nothing.job_end_ns(), end);
     EXPECT_EQ(nothing.dump_time_ns(), whole.dump_time_ns());
     EXPECT_THROW(nothing.node_timeline(0), std::logic_error);
+  }
+}
+
+// The general engine runs a pipeline iteration by iteration, but its records keep the indices
+// of the whole run's build (each rank's operations of every iteration together): every proxy
+// op names its own operation, and each node's records come back in index order.
+TEST(SimStreaming, GeneralEngineRecordsKeepTheirIndices) {
+  const Scenario sc = Scenario::parse(
+      "topology=pipeline,comms=pp+world,nodes=4,gpus=2,stages=4,channels=2,seqs=3,bytes=1M,fault=slow_gpu:3");
+  Simulation sim(sc);
+  const std::vector<SimCollective>& colls = sim.collectives();
+  // Per iteration and pipeline (2 of them): 4 microbatches x 2 operations at each end stage and
+  // x 4 at each inner one, plus every rank's world AllReduce.
+  ASSERT_EQ(colls.size(), size_t(2 * sc.seqs * (2 * 9 + 2 * 17)));
+  for (size_t i = 0; i < colls.size(); ++i) ASSERT_GE(colls[i].iter, 0) << "every operation in its place";
+  for (size_t i = 1; i < colls.size(); ++i) {
+    ASSERT_LE(colls[i - 1].rank, colls[i].rank) << "a rank's operations of every iteration come together";
+    if (colls[i - 1].rank == colls[i].rank) {
+      EXPECT_LE(colls[i - 1].iter, colls[i].iter);
+    }
+  }
+  for (const SimProxyOp& op : sim.proxy_ops()) {
+    const SimCollective& c = colls.at(size_t(op.task));
+    EXPECT_EQ(c.rank, op.rank);
+    EXPECT_EQ(c.comm_hash, op.comm_hash);
+    EXPECT_EQ(c.seq, op.seq);
+  }
+  for (int node = 0; node < sc.nodes; ++node) {
+    const NodeTimeline t = sim.node_timeline(node);
+    for (size_t i = 1; i < t.operations.size(); ++i) EXPECT_LT(t.operations[i - 1].index, t.operations[i].index);
+    for (size_t i = 1; i < t.proxy_ops.size(); ++i) EXPECT_LT(t.proxy_ops[i - 1].index, t.proxy_ops[i].index);
   }
 }
 
