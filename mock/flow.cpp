@@ -13,9 +13,9 @@
 // without a proxy. Values are computed as soon as their inputs are known (a work list); the
 // noise is a hash of what it applies to, so the timeline does not depend on evaluation order.
 // The job itself (which operations, connections, lanes) is built by a topology through
-// FlowBuilder (flow_builder.cpp, topology.hpp) one iteration at a time; this file runs the
-// work list of one iteration until nothing more can be computed (flow_phases.cpp runs the
-// iterations, hands their records over and carries what the next one needs).
+// FlowBuilder (flow_builder.cpp, topology.hpp) one phase (part of an iteration) at a time; this
+// file runs the work list of one phase until nothing more can be computed (flow_phases.cpp runs
+// the phases, hands their records over and carries what the next one needs).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -64,7 +64,7 @@ void Simulation::Impl::flow_activate(int r) {
     if (!prev_task.done) return;
     base = prev_task.kend;
   } else if (!F.prev_done[r]) {
-    return;  // its last operation of the previous iteration never finished
+    return;  // its last operation of an earlier phase never finished
   }
   FlowTask& T = F.tasks[F.stream[r][nx]];
   if (T.iter >= hang_seq[r]) return;
@@ -104,7 +104,7 @@ double Simulation::Impl::flow_op_progress(int oi) {
   if (F.op_progress_known[oi]) return op.progress_ns;
   if (!F.tasks[F.op_task[oi]].active) return kNaN;
   // The proxy progresses the op once it has it and the previous op on the same connection
-  // finished (this iteration's, or the end an earlier iteration left).
+  // finished (this phase's, or the end an earlier phase left).
   double pr = op.sched_ns + 1000 + 1000 * unit(mix(sc.seed, uint64_t(F.op_index[oi]), 0x70726f67ull));
   const int prev_op = F.op_prev[oi];
   const double prev_end = prev_op >= 0 ? F.ops[prev_op].end_ns : F.op_prev_end[oi];
@@ -117,8 +117,28 @@ double Simulation::Impl::flow_op_progress(int oi) {
   return pr;
 }
 
+StepLog& Simulation::Impl::flow_op_log(int oi) {
+  Flow& F = flow;
+  int& slot = F.op_log[oi];
+  if (slot < 0) {
+    const StepLog fresh(F.ops[oi].n_steps, keep.timeline);
+    if (F.free_logs.empty()) {
+      slot = int(F.logs.size());
+      F.logs.push_back(fresh);
+    } else {
+      slot = F.free_logs.back();
+      F.free_logs.pop_back();
+      F.logs[slot] = fresh;
+    }
+  }
+  return F.logs[slot];
+}
+
+// An op that ended is final (its last step was sent, or received and released): it is handed
+// over now, which frees its log.
 void Simulation::Impl::flow_op_ended(int oi, double t) {
   flow.ops[oi].end_ns = t;
+  flow_record_op(oi);
   const int nx = flow.op_next[oi];
   if (nx >= 0) flow_push_conn(flow.op_conn[nx]);
 }
@@ -166,7 +186,7 @@ void Simulation::Impl::flow_run_lane(int l) {
       L.freed_prev = std::max(L.freed_prev, fr);
       c.freed.push(k, fr);
       if (c.recv_op >= 0) {
-        F.op_steps[c.recv_op].freed(k, fr);
+        flow_op_log(c.recv_op).freed(k, fr);
         if (k == c.n_steps - 1) flow_op_ended(c.recv_op, fr);
       }
       if (c.net) flow_push_conn(ci);
@@ -235,8 +255,8 @@ void Simulation::Impl::flow_transmit(int ci) {
     c.flush_prev = Fk;
     c.sd.push(k, sd);
     c.F.push(k, Fk);
-    F.op_steps[c.send_op].sent(k, SimStep{k, G, D, A, sd});
-    F.op_steps[c.recv_op].received(k, P, arr, Fk);
+    flow_op_log(c.send_op).sent(k, SimStep{k, G, D, A, sd});
+    flow_op_log(c.recv_op).received(k, P, arr, Fk);
     ++c.next_tx;
     if (k == c.n_steps - 1) flow_op_ended(c.send_op, sd);
     if (c.src_lane >= 0) flow_push_lane(c.src_lane);
@@ -244,7 +264,7 @@ void Simulation::Impl::flow_transmit(int ci) {
   }
 }
 
-// The work list of the iteration: every rank first, then whatever became computable.
+// The work list of the phase: every rank first, then whatever became computable.
 void Simulation::Impl::flow_run() {
   Flow& F = flow;
   for (int r = n - 1; r >= 0; --r) flow_push_rank(r);

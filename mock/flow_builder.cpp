@@ -111,7 +111,7 @@ int FlowBuilder::add_conn(int src_task, int dst_task, int channel, int n_steps, 
   c.role = role;
   c.n_steps = n_steps;
   c.chunk = chunk;
-  add_link(c, F_.tasks[src_task].comm);
+  if (collect_links_) add_link(c, F_.tasks[src_task].comm);
   F_.conns.push_back(c);
   return int(F_.conns.size()) - 1;
 }
@@ -124,12 +124,23 @@ bool FlowBuilder::LinkKey::operator<(const LinkKey& o) const {
   return std::strcmp(role, o.role) < 0;
 }
 
-// links() lists every connection of the topology once, in the order of first use: every
-// iteration uses the same ones, so after the first iteration nothing new comes.
+// links() lists every connection of the topology once, where its first connection is in the
+// whole run's build order (phases do not build in that order: a pipeline's world AllReduce
+// comes first in it and last in an iteration).
 void FlowBuilder::add_link(const FlowConn& c, int comm) {
   const uint64_t h = F_.comms[comm].info.hash;
-  if (!links_seen_.insert(LinkKey{h, c.channel, c.src, c.dst, c.role}).second) return;
-  F_.links.push_back(SimLink{h, c.channel, c.src, c.dst, c.net, c.role});
+  auto [it, added] = links_seen_.try_emplace(LinkKey{h, c.channel, c.src, c.dst, c.role}, links_.size());
+  if (added) links_.emplace_back(c.index, SimLink{h, c.channel, c.src, c.dst, c.net, c.role});
+  else links_[it->second].first = std::min(links_[it->second].first, c.index);
+}
+
+std::vector<SimLink> FlowBuilder::take_links() {
+  std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SimLink> out;
+  for (auto& [index, link] : links_) out.push_back(std::move(link));
+  links_.clear();
+  links_seen_.clear();
+  return out;
 }
 
 void FlowBuilder::add_op(int task, int conn, bool is_send) {
@@ -157,7 +168,8 @@ void FlowBuilder::add_op(int task, int conn, bool is_send) {
   LastOp& last = last_op_.try_emplace(std::make_tuple(op.rank, t.comm, c.channel, int(is_send), op.peer),
                                       LastOp{-1, -kInf}).first->second;
   F_.ops.push_back(std::move(op));
-  F_.op_steps.emplace_back(c.n_steps, sim_.keep.timeline);
+  F_.op_recorded.push_back(0);
+  F_.op_log.push_back(-1);
   F_.op_index.push_back(next_.op++);
   F_.op_task.push_back(task);
   F_.op_conn.push_back(conn);
@@ -170,7 +182,7 @@ void FlowBuilder::add_op(int task, int conn, bool is_send) {
   F_.tasks[task].ops.push_back(oi);
 }
 
-void FlowBuilder::end_iteration() {
+void FlowBuilder::end_phase() {
   for (auto& [key, last] : last_op_) {
     if (last.local < 0) continue;
     last.end = F_.ops[last.local].end_ns;  // NaN: it never ended, nor will what follows it
@@ -225,8 +237,8 @@ std::vector<int> FlowBuilder::ring_order(int comm, int c) const {
   return order;
 }
 
-FlowJob::FlowJob(Simulation::Impl& sim, std::unique_ptr<Topology> topology)
-    : builder_(sim), topology_(std::move(topology)) {}
+FlowJob::FlowJob(Simulation::Impl& sim, Flow& flow, std::unique_ptr<Topology> topology, bool collect_links)
+    : builder_(sim, flow, collect_links), topology_(std::move(topology)) {}
 FlowJob::~FlowJob() = default;
 
 void FlowJobDeleter::operator()(FlowJob* job) const { delete job; }

@@ -1,19 +1,18 @@
-// Builds the general engine's job (flow.cpp), one iteration at a time (flow_phases.cpp):
-// communicators once, then per iteration every rank's operations in program order and each
-// operation's connections, lanes and proxy ops. The topologies (topology.hpp) describe their
-// jobs through it.
+// Builds the general engine's job (flow.cpp) one phase at a time (flow_phases.cpp):
+// communicators once, then per phase (a part of an iteration, topology.hpp) its operations in
+// each rank's program order and their connections, lanes and proxy ops. The topologies
+// (topology.hpp) describe their jobs through it.
 //
 // Indices: the engine's noise is keyed by the index each entity had when the whole run was
 // built at once (operations, connections, lanes, primitives, proxy ops, each counted in build
 // order). The builder hands them out from running counters; a topology whose whole-run order
-// is not iteration by iteration (the pipeline) moves the counters with seek() to where an
-// entity would have been. Entities themselves are stored per iteration: the ids the builder
-// returns are local to it.
+// is not phase by phase (the pipeline) moves the counters with seek() to where an entity would
+// have been. Entities themselves are stored per phase: the ids the builder returns are local
+// to it.
 #pragma once
 
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,7 +33,9 @@ class FlowBuilder {
     int64_t task = 0, conn = 0, lane = 0, prim = 0, op = 0;
   };
 
-  explicit FlowBuilder(Simulation::Impl& sim) : sim_(sim), F_(sim.flow) {}
+  // Builds into `flow`; with collect_links, also lists the topology's connections (links()).
+  FlowBuilder(Simulation::Impl& sim, Flow& flow, bool collect_links)
+      : sim_(sim), F_(flow), collect_links_(collect_links) {}
 
   const Scenario& scenario() const { return sim_.sc; }
   const Params& params() const { return sim_.p; }
@@ -46,6 +47,7 @@ class FlowBuilder {
   int add_comm(const std::string& name, const std::string& algorithm, const std::vector<int>& ranks);
   int comm_rank(int comm, int global_rank) const { return F_.comm_rank_of[comm][global_rank]; }
   int comm_size(int comm) const { return int(F_.comms[comm].info.ranks.size()); }
+  int global_rank(int comm, int comm_rank) const { return F_.comms[comm].info.ranks[comm_rank]; }
   const std::string& comm_algorithm(int comm) const { return F_.comms[comm].algorithm; }
 
   const Index& next_index() const { return next_; }
@@ -73,20 +75,23 @@ class FlowBuilder {
   // engine's rings for the world).
   std::vector<int> ring_order(int comm, int channel) const;
 
-  // The iteration's proxy ops are final: what follows them on the same connection end only
-  // needs their end (flow_phases.cpp calls it before the next iteration is built).
-  void end_iteration();
+  // The phase's proxy ops are final: what follows them on the same connection end only needs
+  // their end (flow_phases.cpp calls it before the next phase is built).
+  void end_phase();
+  // The connections seen (collect_links), each once, in the whole run's build order.
+  std::vector<SimLink> take_links();
 
  private:
   void add_link(const FlowConn& c, int comm);
 
-  // The previous proxy op on a connection end: in this iteration (local id), or the end of
-  // one of an earlier iteration.
+  // The previous proxy op on a connection end: in this phase (local id), or the end of one of
+  // an earlier phase.
   struct LastOp {
     int local = -1;
     double end = 0;
   };
   // A connection of the topology once (links()): its communicator's hash, channel, ends, role.
+  // (A link is listed where its first connection in the whole run's order is.)
   struct LinkKey {
     uint64_t comm_hash;
     int channel, src, dst;
@@ -96,16 +101,18 @@ class FlowBuilder {
 
   Simulation::Impl& sim_;
   Flow& F_;
+  const bool collect_links_;
   Index next_;
   std::map<std::tuple<int, int, int, int>, int> seq_counter_;   // comm, rank, kind, peer
   std::map<std::tuple<int, int, int, int, int>, LastOp> last_op_;  // rank, comm, channel, is_send, peer
-  std::set<LinkKey> links_seen_;
+  std::map<LinkKey, size_t> links_seen_;  // -> its place in links_
+  std::vector<std::pair<int64_t, SimLink>> links_;  // with the index of its first connection
 };
 
-// The topology of a run and its builder, alive from the first iteration's build to the last.
+// The topology of a run and its builder, alive from the first phase's build to the last.
 class FlowJob {
  public:
-  FlowJob(Simulation::Impl& sim, std::unique_ptr<Topology> topology);
+  FlowJob(Simulation::Impl& sim, Flow& flow, std::unique_ptr<Topology> topology, bool collect_links);
   ~FlowJob();
   FlowBuilder& builder() { return builder_; }
   Topology& topology() { return *topology_; }

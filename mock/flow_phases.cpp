@@ -1,10 +1,9 @@
-// The general engine's run, one iteration at a time (docs/simulator.md, "Memory"): the
-// topology builds an iteration's operations and connections (flow_builder.cpp), the work list
-// computes everything of it that can be computed (flow.cpp), its records are handed over, and
-// only what the next iteration needs is carried. Nothing an iteration does depends on a later
-// one (a rank's stream, the proxy ops on a connection end and every connection's steps run in
-// iteration order), so once its work list is empty its times are final: a hang leaves what it
-// blocks unknown for good, as it would in a run built whole.
+// The general engine's run, one phase at a time (docs/simulator.md, "Memory"): the topology
+// builds a phase's operations and connections (flow_builder.cpp), the work list computes
+// everything of it that can be computed (flow.cpp), its records are handed over, and only what
+// the next phase needs is carried. Nothing a phase does depends on a later one (topology.hpp),
+// so once its work list is empty its times are final: a hang leaves what it blocks unknown for
+// good, as it would in a run built whole.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -19,14 +18,26 @@ namespace {
 inline bool known(double x) { return !std::isnan(x); }
 }  // namespace
 
-// The communicators and the first iteration: slow_link faults need the topology's connections
-// before anything runs, and every connection is used by the first iteration.
+// The communicators, and the topology's connections: slow_link faults need them before
+// anything runs. They are listed from a first build of the first iteration, phase by phase,
+// each phase dropped once built (every connection is used in every iteration).
 void Simulation::Impl::build_flow() {
+  {
+    Flow dry;
+    dry.stream.assign(n, {});
+    FlowJob job(*this, dry, make_topology(sc), true);
+    job.topology().begin(job.builder());
+    for (int ph = 0; ph < job.topology().phases(); ++ph) {
+      job.topology().build_phase(job.builder(), 0, ph);
+      job.builder().end_phase();
+      dry.clear_phase();
+    }
+    flow.links = job.builder().take_links();
+  }
   flow.stream.assign(n, {});
-  flow.job.reset(new FlowJob(*this, make_topology(sc)));
+  flow.job.reset(new FlowJob(*this, flow, make_topology(sc), false));
   FlowBuilder& b = flow.job->builder();
   flow.job->topology().begin(b);
-  flow.job->topology().build_iteration(b, 0);
   truth.comm_hash = flow.comms[0].info.hash;
   for (const auto& fc : flow.comms) comm_list.push_back(fc.info);
   // The world ring, for ring_next/ring_prev.
@@ -85,32 +96,32 @@ void Simulation::Impl::simulate_flow() {
   bool hang = false;
   for (int r = 0; r < n; ++r) hang |= hang_seq[r] != INT_MAX;
   FlowBuilder& b = F.job->builder();
-  for (int it = 0;; ) {  // the first iteration was built with the job
-    F.op_progress_known.assign(F.ops.size(), 0);
-    flow_run();
-    flow_finish_iteration();
-    if (!F.complete && !hang) throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
-    b.end_iteration();
-    if (++it == sc.seqs) break;
-    F.job->topology().build_iteration(b, it);
-  }
+  Topology& topology = F.job->topology();
+  for (int it = 0; it < sc.seqs; ++it)
+    for (int ph = 0; ph < topology.phases(); ++ph) {
+      topology.build_phase(b, it, ph);
+      F.op_progress_known.assign(F.ops.size(), 0);
+      flow_run();
+      flow_finish_phase();
+      if (!F.complete && !hang) throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
+      b.end_phase();
+      F.clear_phase();
+    }
   F.job.reset();
   // The traces of a hung job are dumped a while after the last activity anywhere.
   kill_ns = F.complete ? kInf : F.last.last + p.hang_dump_after;
 }
 
-// The iteration's records, final now, in the public shape: one SimCollective per operation,
-// then every proxy op (each with its whole-run index: the stores put them back in that order).
-// What the next iteration needs is carried; the rest is dropped.
-void Simulation::Impl::flow_finish_iteration() {
+// The phase's records, final now, in the public shape (each with its whole-run index: the
+// stores put them back in that order): every operation, and the proxy ops that never ended
+// (the others were handed over when they did). What the next phase needs is carried.
+void Simulation::Impl::flow_finish_phase() {
   Flow& F = flow;
   for (int r = 0; r < n; ++r) {
     if (F.stream[r].empty()) continue;
     const FlowTask& last_task = F.tasks[F.stream[r].back()];
     F.prev_done[r] = last_task.done;
     if (last_task.done) F.kend_prev[r] = last_task.kend;
-    F.stream[r].clear();
-    F.stream_next[r] = 0;
   }
   for (size_t ti = 0; ti < F.tasks.size(); ++ti) {
     OperationRecord rec = flow_operation(int(ti));
@@ -118,21 +129,35 @@ void Simulation::Impl::flow_finish_iteration() {
     F.last.see(rec.col);
     record_operation(std::move(rec));
   }
-  for (size_t oi = 0; oi < F.ops.size(); ++oi) {
-    SimProxyOp op = F.ops[oi];
-    if (!known(op.progress_ns)) op.progress_ns = kInf;
-    if (!known(op.end_ns)) op.end_ns = kInf;
-    F.last.see(op, F.op_steps[oi].summary());
-    record_proxy_op(std::move(op), int(F.op_index[oi]), std::move(F.op_steps[oi]));
-  }
-  F.tasks.clear();
-  F.lanes.clear();
-  F.conns.clear();
-  F.ops.clear();
-  F.op_steps.clear();
-  for (auto* v : {&F.op_task, &F.op_conn, &F.op_prev, &F.op_next}) v->clear();
-  F.op_index.clear();
-  F.op_prev_end.clear();
+  for (size_t oi = 0; oi < F.ops.size(); ++oi)
+    if (!F.op_recorded[oi]) flow_record_op(int(oi));
+}
+
+void Flow::clear_phase() {
+  for (auto& s : stream) s.clear();
+  std::fill(stream_next.begin(), stream_next.end(), 0);
+  tasks.clear();
+  lanes.clear();
+  conns.clear();
+  ops.clear();
+  op_recorded.clear();
+  for (auto* v : {&op_task, &op_conn, &op_prev, &op_next, &op_log}) v->clear();
+  op_index.clear();
+  op_prev_end.clear();
+}
+
+// Proxy op oi in the public shape (+inf where never reached), with its steps.
+void Simulation::Impl::flow_record_op(int oi) {
+  Flow& F = flow;
+  SimProxyOp op = F.ops[oi];
+  if (!known(op.progress_ns)) op.progress_ns = kInf;
+  if (!known(op.end_ns)) op.end_ns = kInf;
+  StepLog steps = F.op_log[oi] >= 0 ? std::move(F.logs[F.op_log[oi]]) : StepLog(op.n_steps, keep.timeline);
+  if (F.op_log[oi] >= 0) F.free_logs.push_back(F.op_log[oi]);
+  F.op_log[oi] = -1;
+  F.op_recorded[oi] = 1;
+  F.last.see(op, steps.summary());
+  record_proxy_op(std::move(op), int(F.op_index[oi]), std::move(steps));
 }
 
 // Operation ti as collectives() shows it, with what the renderers need besides.

@@ -139,12 +139,12 @@ struct Params {
 // computed as soon as everything it depends on is known; nothing depends on evaluation order
 // (the noise is a hash of what it applies to), so the result is unique and deterministic.
 //
-// The job streams (docs/simulator.md, "Memory"): it is built and simulated one iteration at a
-// time (flow_phases.cpp). What an iteration does depends only on earlier iterations, so once
-// nothing more of it can be computed, its records are final and handed over, and only what the
-// next one needs is carried (per rank its last kernel end and enqueue, per connection end its
-// last proxy op's end). Entities are stored per iteration (local ids); each keeps the index
-// the whole-run build gave it (`index`), which keys its noise.
+// The job streams (docs/simulator.md, "Memory"): it is built and simulated one phase at a time
+// (flow_phases.cpp), a phase being a part of an iteration that depends only on earlier phases
+// (topology.hpp). Once nothing more of a phase can be computed, its records are final and
+// handed over, and only what the next one needs is carried (per rank its last kernel end and
+// enqueue, per connection end its last proxy op's end). Entities are stored per phase (local
+// ids); each keeps the index the whole-run build gave it (`index`), which keys its noise.
 
 inline constexpr int kConnWindow = 16;  // steps of a connection whose times are kept (> NCCL_STEPS)
 inline constexpr int kLaneConns = 4;    // connections a lane reads or writes at most
@@ -252,7 +252,7 @@ struct FlowComm {
   std::string algorithm;  // RING | TREE | P2P
 };
 
-class FlowJob;  // flow_builder.hpp: the topology and its builder, alive for the whole run
+class FlowJob;  // flow_builder.hpp: the topology and its builder, alive while the job runs
 struct FlowJobDeleter {
   void operator()(FlowJob* job) const;
 };
@@ -261,28 +261,35 @@ struct Flow {
   // The whole run.
   std::vector<FlowComm> comms;
   std::vector<std::vector<int>> comm_rank_of;  // [comm][global rank] -> comm rank, -1 if not a member
-  std::vector<SimLink> links;                  // every connection of the topology, first use order
+  std::vector<SimLink> links;                  // every connection of the topology, in build order
   std::unique_ptr<FlowJob, FlowJobDeleter> job;
-  // Per rank, carried from one iteration to the next: whether its last operation finished,
-  // and when; its last enqueue.
+  // Per rank, carried from one phase to the next: whether its last operation finished, and
+  // when; its last enqueue.
   std::vector<char> prev_done;
   std::vector<double> kend_prev, enq_prev;
   LastActivity last;
   bool complete = true;
-  // The iteration being simulated (local ids).
+  // The phase being simulated (local ids).
   std::vector<FlowTask> tasks;
   std::vector<std::vector<int>> stream;  // per rank: its tasks in order
   std::vector<int> stream_next;          // per rank: next task to activate
   std::vector<FlowLane> lanes;
   std::vector<FlowConn> conns;
-  std::vector<SimProxyOp> ops;      // its proxy ops (their steps in op_steps)
-  std::vector<StepLog> op_steps;
+  std::vector<SimProxyOp> ops;      // its proxy ops, handed over as they end (op_recorded)
+  std::vector<char> op_recorded;
+  // The steps of the proxy ops under way: a pool of logs (a log is taken at an op's first step
+  // and handed over with it), so it holds the ops in flight, not every op of the phase.
+  std::vector<StepLog> logs;
+  std::vector<int> op_log;          // per op: its log, -1: none
+  std::vector<int> free_logs;
   std::vector<int64_t> op_index;    // whole-run index: proxy_ops() order, noise key
-  std::vector<int> op_task, op_conn, op_prev, op_next;  // local ids; op_prev -1: none in this iteration
-  std::vector<double> op_prev_end;  // op_prev -1: the end of the previous op of an earlier iteration
+  std::vector<int> op_task, op_conn, op_prev, op_next;  // local ids; op_prev -1: none in this phase
+  std::vector<double> op_prev_end;  // op_prev -1: the end of the previous op of an earlier phase
                                     // (NaN: it never ended; -inf: there is none)
   std::vector<char> op_progress_known;
   std::vector<uint64_t> queue;
+
+  void clear_phase();  // drops the phase's entities (flow_phases.cpp)
 };
 
 std::string host_name(int node);  // node%03d
@@ -358,19 +365,21 @@ struct Simulation::Impl {
   void simulate_ring();  // ring_engine.cpp
   std::string render_rank_nccl_json(const NodeTimeline& t, int rank) const;  // render_nccl.cpp
 
-  // flow_phases.cpp: the general engine's run, one iteration at a time
-  void build_flow();  // the topology's communicators and its first iteration (topology.hpp)
+  // flow_phases.cpp: the general engine's run, one phase at a time
+  void build_flow();  // the topology's communicators and connections (topology.hpp)
   void resolve_flow_slow_links();
   void simulate_flow();
-  void flow_finish_iteration();
+  void flow_finish_phase();
   OperationRecord flow_operation(int task) const;
-  // flow.cpp: the work list of one iteration
+  // flow.cpp: the work list of one phase
   void flow_run();
   void flow_activate(int rank);
   void flow_run_lane(int lane);
   void flow_transmit(int conn);
   double flow_op_progress(int op);  // NaN while unknown
+  StepLog& flow_op_log(int op);
   void flow_op_ended(int op, double t);
+  void flow_record_op(int op);
   void flow_push_lane(int lane);
   void flow_push_conn(int conn);
   void flow_push_rank(int rank);

@@ -20,34 +20,32 @@ void DataParallelTopology::begin(FlowBuilder& b) {
   std::vector<int> all(b.ranks());
   for (int r = 0; r < b.ranks(); ++r) all[r] = r;
   world_ = b.add_comm("world", algorithm(), all);
-  dp_comm_.assign(sc.gpus, -1);
+  dp_comm_.clear();
   if (with_dp_)
     for (int l = 0; l < sc.gpus; ++l) {
       std::vector<int> ranks;
       for (int node = 0; node < sc.nodes; ++node) ranks.push_back(node * sc.gpus + l);
-      dp_comm_[l] = b.add_comm("dp" + std::to_string(l), algorithm(), ranks);
+      dp_comm_.push_back(b.add_comm("dp" + std::to_string(l), algorithm(), ranks));
     }
 }
 
-// The whole run was built with every operation first, iteration after iteration, then each
-// AllReduce's connections, lanes and proxy ops in the same order: every kind of index runs on
-// from one iteration to the next, so the builder's counters need no seek.
-void DataParallelTopology::build_iteration(FlowBuilder& b, int it) {
+// The whole run was built with every operation first, iteration after iteration (the DP
+// AllReduces, then the world's), then each AllReduce's connections, lanes and proxy ops in the
+// same order: every kind of index runs on from one AllReduce to the next, so the builder's
+// counters need no seek.
+void DataParallelTopology::build_phase(FlowBuilder& b, int it, int phase) {
   const Scenario& sc = b.scenario();
   const Params& p = b.params();
-  std::vector<std::pair<int, std::vector<int>>> instances;  // comm, tasks by comm rank
-  if (with_dp_)
-    for (int l = 0; l < sc.gpus; ++l) {
-      std::vector<int> members;
-      for (int node = 0; node < sc.nodes; ++node)
-        members.push_back(b.add_task(node * sc.gpus + l, dp_comm_[l], kTaskCollective, it, -1, sc.bytes, p.gap));
-      instances.emplace_back(dp_comm_[l], members);
-    }
-  std::vector<int> members;
+  std::vector<int> members;  // tasks by comm rank
+  if (phase < int(dp_comm_.size())) {
+    for (int node = 0; node < sc.nodes; ++node)
+      members.push_back(b.add_task(node * sc.gpus + phase, dp_comm_[phase], kTaskCollective, it, -1, sc.bytes, p.gap));
+    allreduce(b, dp_comm_[phase], members);
+    return;
+  }
   for (int r = 0; r < b.ranks(); ++r)
     members.push_back(b.add_task(r, world_, kTaskCollective, it, -1, sc.bytes, with_dp_ ? p.gap_inner : p.gap));
-  instances.emplace_back(world_, members);
-  for (const auto& [comm, tasks] : instances) allreduce(b, comm, tasks);
+  allreduce(b, world_, members);
 }
 
 }  // namespace culprit::mock

@@ -4,12 +4,16 @@
 // backward; every Send and Recv is its own operation; comms=pp+world ends each iteration with
 // a world ring AllReduce.
 //
+// Phases: each microbatch forward, each backward, then the world AllReduce: a microbatch's
+// sends and receives depend only on the stages' earlier operations, so one phase holds one
+// Send/Recv pair per link of the pipelines, however many microbatches and iterations.
+//
 // The whole run's build order, which the indices keep (flow_builder.hpp): every rank's
 // operations of every iteration, rank after rank; then the world AllReduces, iteration after
 // iteration; then the Send/Recv pairs in the order of their receives (receiver after
-// receiver, each in its program order). So an iteration is built with seeks: each rank's
-// operations where that rank's block puts them, the world AllReduce in its block, each pair
-// where its receive's rank and position put it.
+// receiver, each in its program order). So a phase is built with seeks: each rank's
+// operations where its block and their position in its iteration put them, the world
+// AllReduce in its block, each pair where its receive's rank and position put it.
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -37,11 +41,9 @@ P2pShape p2p_shape(const FlowBuilder& b) {
   return shape;
 }
 
-// A receive of the iteration being built, waiting for its pair.
+// A receive of the phase being built, waiting for its pair.
 struct PendingRecv {
-  int send_key = 0;  // where its send sits in Iteration::sends
-  int task = 0;
-  bool net = false;
+  int rank = 0, src = 0, task = 0;
 };
 
 class PipelineTopology final : public Topology {
@@ -73,37 +75,39 @@ class PipelineTopology final : public Topology {
     pend_.assign(n_, 0.0);
   }
 
-  void build_iteration(FlowBuilder& b, int it) override {
-    const int64_t seqs = b.scenario().seqs;
-    sends_.assign(size_t(n_) * 2 * b.scenario().microbatches, -1);
+  int phases() const override { return fwd_bwd_phases_ + (world_ >= 0 ? 1 : 0); }
+
+  void build_phase(FlowBuilder& b, int it, int phase) override {
+    sends_.assign(n_, -1);
     recvs_.clear();
     world_members_.assign(world_ >= 0 ? n_ : 0, -1);
     for (int r = 0; r < n_; ++r) {
+      // As many operations in every microbatch phase of a rank, one in the world's.
       FlowBuilder::Index at = b.next_index();
-      at.task = block_[r].task + it * per_it_[r].task;
+      at.task = block_[r].task + it * per_it_[r].task + int64_t(phase) * ops_per_mb_[r];
       b.seek(at);
-      rank_iteration(b, r, it);
-      if (b.next_index().task != at.task + per_it_[r].task)
+      rank_phase(b, r, it, phase);
+      if (b.next_index().task != at.task + (phase == fwd_bwd_phases_ ? 1 : ops_per_mb_[r]))
         throw std::logic_error("mock: a pipeline rank's operations do not match their count");
     }
-    if (world_ >= 0) {
+    if (phase == fwd_bwd_phases_) {
       b.seek(in_block(b.next_index(), world_block_, it));
       build_ring_allreduce(b, world_, world_members_);
-      if (it == 0) world_block_ = b.next_index();  // the first block starts at 0
+      if (b.next_index().op != world_block_.op * (it + 1) || b.next_index().prim != world_block_.prim * (it + 1))
+        throw std::logic_error("mock: the world AllReduce does not take the indices counted for it");
+      return;
     }
-    // The pairs come after every iteration's world AllReduce.
-    const FlowBuilder::Index pairs = in_block(b.next_index(), world_block_, seqs);
-    size_t q = 0;
-    for (int r = 0; r < n_; ++r) {
-      int64_t pair = block_[r].conn + it * per_it_[r].conn, net_pair = block_[r].op + it * per_it_[r].op;
-      for (int i = 0; i < per_it_[r].conn; ++i, ++q) {
-        const PendingRecv& rv = recvs_.at(q);
-        b.seek(pair_index(pairs, pair++, net_pair));
-        net_pair += rv.net;
-        p2p(b, sends_.at(size_t(rv.send_key)), rv.task);
-      }
+    // The pairs come after every iteration's world AllReduce; a receive's position in its
+    // rank's iteration follows from the phase (forward receives first).
+    const int M = b.scenario().microbatches, dir = phase < M ? 0 : 1, mb = dir == 0 ? phase : phase - M;
+    const FlowBuilder::Index pairs = in_block(b.next_index(), world_block_, b.scenario().seqs);
+    for (const PendingRecv& rv : recvs_) {
+      const int64_t q = dir == 0 ? mb : (fwd_recv_[rv.rank] ? M : 0) + mb;
+      const int64_t net_q = dir == 0 ? mb * fwd_net_[rv.rank] : M * fwd_net_[rv.rank] + mb * bwd_net_[rv.rank];
+      b.seek(pair_index(pairs, block_[rv.rank].conn + it * per_it_[rv.rank].conn + q,
+                        block_[rv.rank].op + it * per_it_[rv.rank].op + net_q));
+      p2p(b, sends_.at(rv.src), rv.task);
     }
-    if (q != recvs_.size()) throw std::logic_error("mock: a pipeline's receives do not match their count");
   }
 
  private:
@@ -116,22 +120,31 @@ class PipelineTopology final : public Topology {
   void count_blocks(const FlowBuilder& b) {
     const Scenario& sc = b.scenario();
     const int M = sc.microbatches, bw = sc.backward ? 1 : 0;
+    fwd_bwd_phases_ = M * (1 + bw);
     per_it_.assign(n_, Counts{});
     block_.assign(n_, Counts{});
+    ops_per_mb_.assign(n_, 0);
+    fwd_recv_.assign(n_, 0);
+    fwd_net_.assign(n_, 0);
+    bwd_net_.assign(n_, 0);
     Counts sum;
     for (int r = 0; r < n_; ++r) {
       const int s = r / stage_size_;
       const bool first = s == 0, last = s == S_ - 1;
+      fwd_recv_[r] = !first;
+      fwd_net_[r] = !first && b.net_hop(r, r - stage_size_);
+      bwd_net_[r] = !last && bw && b.net_hop(r, r + stage_size_);
+      ops_per_mb_[r] = (first ? 0 : 1) + (last ? 0 : 1);  // a receive and a send, forward or backward
       Counts& c = per_it_[r];
-      c.task = int64_t(M) * ((first ? 0 : 1) + (last ? 0 : 1)) * (1 + bw) + (world_ >= 0 ? 1 : 0);
+      c.task = int64_t(fwd_bwd_phases_) * ops_per_mb_[r] + (world_ >= 0 ? 1 : 0);
       c.conn = int64_t(M) * ((first ? 0 : 1) + (last ? 0 : bw));
-      c.op = int64_t(M) * ((!first && b.net_hop(r, r - stage_size_) ? 1 : 0) +
-                           (!last && bw && b.net_hop(r, r + stage_size_) ? 1 : 0));
+      c.op = int64_t(M) * (fwd_net_[r] + bwd_net_[r]);
       block_[r] = sum;
       sum.task += c.task * sc.seqs;
       sum.conn += c.conn * sc.seqs;
       sum.op += c.op * sc.seqs;
     }
+    if (world_ >= 0) world_block_ = ring_allreduce_size(b, world_);
   }
 
   // `at` moved to the start of block k of the blocks of `size` connections, lanes,
@@ -156,36 +169,32 @@ class PipelineTopology final : public Topology {
     return at;
   }
 
-  // Rank r's operations of iteration `it` (GPipe): every microbatch forward (receive from
-  // stage s-1, forward compute, send to s+1), then (backward=1) every microbatch backward
-  // (receive from s+1, backward compute, send to s-1); the compute of a stage sits between its
-  // receive and its send, and what no operation follows is charged to the next one. A receive
-  // pairs with the send of the same (microbatch, direction) from its peer.
-  void rank_iteration(FlowBuilder& b, int r, int it) {
+  // Rank r's operations of one phase of iteration `it` (GPipe: every microbatch forward, then
+  // with backward=1 every microbatch backward, then the world AllReduce). A forward microbatch
+  // receives from stage s-1, computes, sends to s+1; a backward one receives from s+1,
+  // computes, sends to s-1. The compute of a stage sits between its receive and its send, and
+  // what no operation follows is charged to the next one. A receive pairs with the send of the
+  // same phase from its peer.
+  void rank_phase(FlowBuilder& b, int r, int it, int phase) {
     const Scenario& sc = b.scenario();
     const Params& p = b.params();
-    const int s = r / stage_size_, comm = pp_comm_[r % stage_size_], M = sc.microbatches;
     double& pend = pend_[r];
-    auto step = [&](int mb, int dir) {
-      const int from = dir == 0 ? s - 1 : s + 1, to = dir == 0 ? s + 1 : s - 1;
-      if (from >= 0 && from < S_) {
-        const int src = r + (from - s) * stage_size_;
-        const int task = b.add_task(r, comm, kTaskRecv, it, from, sc.bytes, pend);
-        recvs_.push_back({(src * 2 + dir) * M + mb, task, b.net_hop(src, r)});
-        pend = 0;
-      }
-      pend += dir == 0 ? p.pp_forward : p.pp_backward;
-      if (to >= 0 && to < S_) {
-        sends_[size_t((r * 2 + dir) * M + mb)] = b.add_task(r, comm, kTaskSend, it, to, sc.bytes, pend);
-        pend = 0;
-      }
-    };
-    pend += p.gap / 4;
-    for (int mb = 0; mb < M; ++mb) step(mb, 0);
-    if (sc.backward)
-      for (int mb = 0; mb < M; ++mb) step(mb, 1);
-    if (world_ >= 0) {
+    if (phase == 0) pend += p.gap / 4;
+    if (phase == fwd_bwd_phases_) {
       world_members_[r] = b.add_task(r, world_, kTaskCollective, it, -1, sc.bytes, pend + p.gap_inner);
+      pend = 0;
+      return;
+    }
+    const int s = r / stage_size_, comm = pp_comm_[r % stage_size_];
+    const int dir = phase < sc.microbatches ? 0 : 1;
+    const int from = dir == 0 ? s - 1 : s + 1, to = dir == 0 ? s + 1 : s - 1;
+    if (from >= 0 && from < S_) {
+      recvs_.push_back({r, r + (from - s) * stage_size_, b.add_task(r, comm, kTaskRecv, it, from, sc.bytes, pend)});
+      pend = 0;
+    }
+    pend += dir == 0 ? p.pp_forward : p.pp_backward;
+    if (to >= 0 && to < S_) {
+      sends_[r] = b.add_task(r, comm, kTaskSend, it, to, sc.bytes, pend);
       pend = 0;
     }
   }
@@ -221,11 +230,16 @@ class PipelineTopology final : public Topology {
   int n_ = 0, S_ = 0, stage_size_ = 0, channels_ = 0, world_ = -1;
   std::vector<int> pp_comm_;
   P2pShape shape_;
+  int fwd_bwd_phases_ = 0;  // the microbatch phases of an iteration (the world's comes after)
   std::vector<Counts> per_it_, block_;
+  std::vector<int> ops_per_mb_;  // per rank: its operations in a microbatch phase
+  // Per rank: whether it receives forward, and whether its forward and backward receives come
+  // over the network.
+  std::vector<int> fwd_recv_, fwd_net_, bwd_net_;
   FlowBuilder::Index world_block_;  // the indices one world AllReduce takes
   std::vector<double> pend_;        // per rank: compute not yet charged to an operation
-  // The iteration being built: its sends by (rank, direction, microbatch), its receives in
-  // the whole run's order, the world AllReduce's operations by rank.
+  // The phase being built: its sends by rank, its receives in the whole run's order, the world
+  // AllReduce's operations by rank.
   std::vector<int> sends_;
   std::vector<PendingRecv> recvs_;
   std::vector<int> world_members_;
