@@ -126,11 +126,13 @@ NodeStore::~NodeStore() {
 template <typename Record>
 void NodeStore::append(int node, char tag, const Record& rec) {
   std::string& out = pending_[size_t(node)];
-  const size_t before = out.size();
+  const size_t before = out.capacity();
   Encoder e(out);
   e.put(tag);
   encode(e, rec);
-  pending_bytes_ += out.size() - before;
+  // What the strings hold, not what they use: a string grows by doubling, so its bytes could be
+  // half its memory.
+  pending_bytes_ += out.capacity() - before;
   if (pending_bytes_ > budget_) spill();
 }
 
