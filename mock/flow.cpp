@@ -199,7 +199,8 @@ void Simulation::Impl::flow_run_lane(int l) {
         c.prod.push(k, end);
         flow_push_conn(ci);
       } else {
-        const double xfer = double(c.chunk) / p.nvl_bw * hash_factor(mix(sc.seed, uint64_t(c.index), uint64_t(k), 0x786672ull), sc.jitter);
+        const double xfer =
+            double(c.chunk) / p.nvl_bw * hash_factor(mix(sc.seed, uint64_t(c.index), uint64_t(k), 0x786672ull), sc.jitter);
         const double ws = std::max(end, c.wire_free);
         const double arr = ws + p.nvl_lat + xfer;
         c.wire_free = ws + xfer;
@@ -281,8 +282,8 @@ void Simulation::Impl::flow_run() {
 }
 
 void StepWindow::out_of_window(int k) const {
-  throw std::logic_error("mock: step " + std::to_string(k) + " of a connection read out of order or out of its window " +
-                         "(simulator bug)");
+  throw std::logic_error("mock: step " + std::to_string(k) +
+                         " of a connection read out of order or out of its window (simulator bug)");
 }
 
 }  // namespace culprit::mock

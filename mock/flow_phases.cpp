@@ -103,7 +103,8 @@ void Simulation::Impl::simulate_flow() {
       F.op_progress_known.assign(F.ops.size(), 0);
       flow_run();
       flow_finish_phase();
-      if (!F.complete && !hang) throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
+      if (!F.complete && !hang)
+        throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
       b.end_phase();
       F.clear_phase();
     }

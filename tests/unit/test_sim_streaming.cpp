@@ -12,6 +12,7 @@
 #include "mock/records.hpp"
 #include "mock/render_flight_recorder.hpp"
 #include "mock/render_probing.hpp"
+#include "mock/sim_internal.hpp"
 #include "mock/simulator.hpp"
 
 namespace culprit::mock {
@@ -139,6 +140,48 @@ TEST(SimStreaming, GeneralEngineRecordsKeepTheirIndices) {
     for (size_t i = 1; i < t.operations.size(); ++i) EXPECT_LT(t.operations[i - 1].index, t.operations[i].index);
     for (size_t i = 1; i < t.proxy_ops.size(); ++i) EXPECT_LT(t.proxy_ops[i - 1].index, t.proxy_ops[i].index);
   }
+}
+
+// A connection of the general engine keeps the times of its latest steps only: each kind of
+// event comes in step order, and a read of a step not yet known or out of the window is a bug.
+TEST(SimStreaming, AStepWindowKeepsTheLatestSteps) {
+  StepWindow w;
+  for (int k = 0; k < 40; ++k) w.push(k, 10.0 * k);
+  EXPECT_TRUE(w.has(39));
+  EXPECT_FALSE(w.has(40));
+  EXPECT_EQ(w[39], 390.0);
+  EXPECT_EQ(w[40 - kConnWindow], 10.0 * (40 - kConnWindow));
+  EXPECT_THROW(w[39 - kConnWindow], std::logic_error);  // fell out of the window
+  EXPECT_THROW(w[40], std::logic_error);                // not known yet
+  EXPECT_THROW(w.push(41, 1.0), std::logic_error);      // out of step order
+}
+
+// A lane's primitives, generated as it runs: the ring's per-loop send, K-1 recv-reduce-sends and
+// final receive; a lockstep lane's step k of every connection.
+TEST(SimStreaming, LanePrograms) {
+  const FlowLaneProgram ring = FlowLaneProgram::ring(7, 9, 3, 2);  // in 7, out 9, K = 3, 2 loops
+  ASSERT_EQ(ring.size(), 8u);
+  std::vector<std::string> got;
+  FlowIO io[2 * kLaneConns];
+  for (uint32_t j = 0; j < ring.size(); ++j) {
+    int ni = 0, no = 0;
+    ring.prim(j, io, ni, no);
+    std::string p;
+    for (int i = 0; i < ni + no; ++i)
+      p += (i < ni ? "r" : "s") + std::to_string(io[i].conn) + "." + std::to_string(io[i].step) + " ";
+    got.push_back(p);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"s9.0 ", "r7.0 s9.1 ", "r7.1 s9.2 ", "r7.2 ", "s9.3 ", "r7.3 s9.4 ",
+                                           "r7.4 s9.5 ", "r7.5 "}));
+  const FlowLaneProgram root = FlowLaneProgram::lockstep({1, 2}, {3, 4}, 5);
+  int ni = 0, no = 0;
+  root.prim(4, io, ni, no);
+  ASSERT_EQ(ni, 2);
+  ASSERT_EQ(no, 2);
+  EXPECT_EQ(io[1].conn, 2);
+  EXPECT_EQ(io[3].conn, 4);
+  EXPECT_EQ(io[3].step, 4);
+  EXPECT_THROW(FlowLaneProgram::lockstep({1, 2, 3, 4, 5}, {}, 1), std::logic_error);
 }
 
 TEST(SimStreaming, AStepLogKeepsTheLastStartedSteps) {
