@@ -13,7 +13,9 @@
 // without a proxy. Values are computed as soon as their inputs are known (a work list); the
 // noise is a hash of what it applies to, so the timeline does not depend on evaluation order.
 // The job itself (which operations, connections, lanes) is built by a topology through
-// FlowBuilder (flow_builder.cpp, topology.hpp), for the whole run before it starts.
+// FlowBuilder (flow_builder.cpp, topology.hpp) one phase (part of an iteration) at a time; this
+// file runs the work list of one phase until nothing more can be computed (flow_phases.cpp runs
+// the phases, hands their records over and carries what the next one needs).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -56,31 +58,33 @@ void Simulation::Impl::flow_activate(int r) {
   Flow& F = flow;
   int& nx = F.stream_next[r];
   if (nx >= int(F.stream[r].size())) return;
-  const int ti = F.stream[r][nx];
   double base = F.kend_prev[r];
   if (nx > 0) {
     const FlowTask& prev_task = F.tasks[F.stream[r][nx - 1]];
     if (!prev_task.done) return;
     base = prev_task.kend;
+  } else if (!F.prev_done[r]) {
+    return;  // its last operation of an earlier phase never finished
   }
-  FlowTask& T = F.tasks[ti];
+  FlowTask& T = F.tasks[F.stream[r][nx]];
   if (T.iter >= hang_seq[r]) return;
   ++nx;
   T.active = true;
-  T.kstart = base + T.compute * hash_factor(mix(sc.seed, uint64_t(ti), 0x676170ull), sc.jitter) * gpu_factor[r];
-  const double lead = p.host_lead_min + (p.host_lead_max - p.host_lead_min) * unit(mix(sc.seed, uint64_t(ti), 0x6c656164ull));
-  const double sdel = p.sched_min + (p.sched_max - p.sched_min) * unit(mix(sc.seed, uint64_t(ti), 0x73646c79ull));
+  const uint64_t ti = uint64_t(T.index);
+  T.kstart = base + T.compute * hash_factor(mix(sc.seed, ti, 0x676170ull), sc.jitter) * gpu_factor[r];
+  const double lead = p.host_lead_min + (p.host_lead_max - p.host_lead_min) * unit(mix(sc.seed, ti, 0x6c656164ull));
+  const double sdel = p.sched_min + (p.sched_max - p.sched_min) * unit(mix(sc.seed, ti, 0x73646c79ull));
   T.enq = std::max(F.enq_prev[r] + 5e3, T.kstart - lead);
   F.enq_prev[r] = T.enq;
   T.sched = T.enq + sdel;
   T.ch_start.resize(T.channels.size());
   for (size_t ci = 0; ci < T.channels.size(); ++ci)
-    T.ch_start[ci] = T.kstart + 300.0 * double(ci) + 500.0 * unit(mix(sc.seed, uint64_t(ti), ci, 0x736b63ull));
+    T.ch_start[ci] = T.kstart + 300.0 * double(ci) + 500.0 * unit(mix(sc.seed, ti, ci, 0x736b63ull));
   T.lanes_left = T.lane_end - T.lane_begin;
   for (int l = T.lane_begin; l < T.lane_end; ++l) {
     FlowLane& lane = F.lanes[l];
     lane.gpu_free = T.ch_start[lane.ch];
-    if (lane.prim_begin == lane.prim_end) --T.lanes_left;
+    if (lane.n_prims == 0) --T.lanes_left;
     else flow_push_lane(l);
   }
   for (int oi : T.ops) {
@@ -98,22 +102,43 @@ double Simulation::Impl::flow_op_progress(int oi) {
   Flow& F = flow;
   SimProxyOp& op = F.ops[oi];
   if (F.op_progress_known[oi]) return op.progress_ns;
-  if (!F.tasks[op.task].active) return kNaN;
+  if (!F.tasks[F.op_task[oi]].active) return kNaN;
   // The proxy progresses the op once it has it and the previous op on the same connection
-  // finished.
-  double pr = op.sched_ns + 1000 + 1000 * unit(mix(sc.seed, uint64_t(oi), 0x70726f67ull));
+  // finished (this phase's, or the end an earlier phase left).
+  double pr = op.sched_ns + 1000 + 1000 * unit(mix(sc.seed, uint64_t(F.op_index[oi]), 0x70726f67ull));
   const int prev_op = F.op_prev[oi];
-  if (prev_op >= 0) {
-    if (!known(F.ops[prev_op].end_ns)) return kNaN;
-    pr = std::max(pr, F.ops[prev_op].end_ns + 500);
+  const double prev_end = prev_op >= 0 ? F.ops[prev_op].end_ns : F.op_prev_end[oi];
+  if (prev_op >= 0 || prev_end != -kInf) {
+    if (!known(prev_end)) return kNaN;
+    pr = std::max(pr, prev_end + 500);
   }
   op.progress_ns = pr;
   F.op_progress_known[oi] = 1;
   return pr;
 }
 
+StepLog& Simulation::Impl::flow_op_log(int oi) {
+  Flow& F = flow;
+  int& slot = F.op_log[oi];
+  if (slot < 0) {
+    const StepLog fresh(F.ops[oi].n_steps, keep.timeline);
+    if (F.free_logs.empty()) {
+      slot = int(F.logs.size());
+      F.logs.push_back(fresh);
+    } else {
+      slot = F.free_logs.back();
+      F.free_logs.pop_back();
+      F.logs[slot] = fresh;
+    }
+  }
+  return F.logs[slot];
+}
+
+// An op that ended is final (its last step was sent, or received and released): it is handed
+// over now, which frees its log.
 void Simulation::Impl::flow_op_ended(int oi, double t) {
   flow.ops[oi].end_ns = t;
+  flow_record_op(oi);
   const int nx = flow.op_next[oi];
   if (nx >= 0) flow_push_conn(flow.op_conn[nx]);
 }
@@ -123,73 +148,69 @@ void Simulation::Impl::flow_run_lane(int l) {
   FlowLane& L = F.lanes[l];
   L.queued = false;
   FlowTask& T = F.tasks[L.task];
-  if (!T.active || L.next >= L.prim_end) return;
+  if (!T.active || L.next >= L.n_prims) return;
   const int r = T.rank;
   const double compute_base = double(T.chunk) / p.compute_bw + p.compute_fixed;
-  while (L.next < L.prim_end) {
-    const FlowPrim& P = F.prims[L.next];
-    const FlowIO* io = &F.ios[P.io];
+  FlowIO io[2 * kLaneConns];
+  while (L.next < L.n_prims) {
+    int n_in = 0, n_out = 0;
+    L.prog.prim(L.next, io, n_in, n_out);
     double t = L.gpu_free;
-    for (int i = 0; i < P.n_in; ++i) {
-      const double f = F.conns[io[i].conn].F[io[i].step];
-      if (!known(f)) return;
-      t = std::max(t, f);
+    for (int i = 0; i < n_in; ++i) {
+      const StepWindow& f = F.conns[io[i].conn].F;
+      if (!f.has(io[i].step)) return;
+      t = std::max(t, f[io[i].step]);
     }
-    for (int i = P.n_in; i < P.n_in + P.n_out; ++i) {
+    for (int i = n_in; i < n_in + n_out; ++i) {
       const FlowConn& c = F.conns[io[i].conn];
       const int k = io[i].step;
       if (k < kNcclSteps) continue;
-      if (c.net) {
-        // The GPU may write slot k once send k-8 is done (non-shared buffers).
-        const double sd8 = c.sd[k - kNcclSteps];
-        if (!known(sd8)) return;
-        t = std::max(t, sd8);
-      } else {
-        // NVLink: the GPU writes straight into the receiver's slot once it was freed.
-        const double fr8 = c.freed[k - kNcclSteps];
-        if (!known(fr8)) return;
-        t = std::max(t, fr8 + p.nvl_lat);
-      }
+      // Network: the GPU may write slot k once send k-8 is done (non-shared buffers).
+      // NVLink: the GPU writes straight into the receiver's slot once it was freed.
+      const StepWindow& gate = c.net ? c.sd : c.freed;
+      if (!gate.has(k - kNcclSteps)) return;
+      t = std::max(t, gate[k - kNcclSteps] + (c.net ? 0.0 : p.nvl_lat));
     }
-    const uint64_t pid = L.next;
-    const double end = t + compute_base * hash_factor(mix(sc.seed, uint64_t(l), pid, 0x636d70ull), sc.jitter) * gpu_factor[r];
+    const uint64_t lane_key = uint64_t(L.index), pid = L.prim_base + L.next;
+    const double end = t + compute_base * hash_factor(mix(sc.seed, lane_key, pid, 0x636d70ull), sc.jitter) * gpu_factor[r];
     L.gpu_free = end;
-    for (int i = 0; i < P.n_in; ++i) {
+    for (int i = 0; i < n_in; ++i) {
       const int ci = io[i].conn, k = io[i].step;
       FlowConn& c = F.conns[ci];
       double fr = end;
       if (consumer_mag[r] > 0) {
         const double delay = consumer_mag[r] * double(c.chunk) / p.net_bw;
         fr = std::max(fr, L.freed_prev) +
-             delay * hash_factor(mix(sc.seed, uint64_t(l), pid * 8 + uint64_t(i), 0x636f6eull), sc.jitter);
+             delay * hash_factor(mix(sc.seed, lane_key, pid * 8 + uint64_t(i), 0x636f6eull), sc.jitter);
       }
       L.freed_prev = std::max(L.freed_prev, fr);
-      c.freed[k] = fr;
+      c.freed.push(k, fr);
       if (c.recv_op >= 0) {
-        F.op_steps[c.recv_op].freed(k, fr);
+        flow_op_log(c.recv_op).freed(k, fr);
         if (k == c.n_steps - 1) flow_op_ended(c.recv_op, fr);
       }
       if (c.net) flow_push_conn(ci);
       else if (c.src_lane >= 0) flow_push_lane(c.src_lane);
     }
-    for (int i = P.n_in; i < P.n_in + P.n_out; ++i) {
+    for (int i = n_in; i < n_in + n_out; ++i) {
       const int ci = io[i].conn, k = io[i].step;
       FlowConn& c = F.conns[ci];
       if (c.net) {
-        c.prod[k] = end;
+        c.prod.push(k, end);
         flow_push_conn(ci);
       } else {
-        const double xfer = double(c.chunk) / p.nvl_bw * hash_factor(mix(sc.seed, uint64_t(ci), uint64_t(k), 0x786672ull), sc.jitter);
+        const double xfer =
+            double(c.chunk) / p.nvl_bw * hash_factor(mix(sc.seed, uint64_t(c.index), uint64_t(k), 0x786672ull), sc.jitter);
         const double ws = std::max(end, c.wire_free);
         const double arr = ws + p.nvl_lat + xfer;
         c.wire_free = ws + xfer;
-        c.sd[k] = arr;
-        c.F[k] = arr;
+        c.sd.push(k, arr);
+        c.F.push(k, arr);
         if (c.dst_lane >= 0) flow_push_lane(c.dst_lane);
       }
     }
     ++L.next;
-    if (L.next == L.prim_end && --T.lanes_left == 0) {
+    if (L.next == L.n_prims && --T.lanes_left == 0) {
       double ke = T.kstart;
       for (int q = T.lane_begin; q < T.lane_end; ++q) ke = std::max(ke, F.lanes[q].gpu_free);
       T.kend = ke;
@@ -209,34 +230,34 @@ void Simulation::Impl::flow_transmit(int ci) {
   const double bw = p.net_bw / link_factor(c.src, c.dst);
   while (c.next_tx < c.n_steps) {
     const int k = c.next_tx;
-    if (!known(c.prod[k])) return;
+    if (!c.prod.has(k)) return;
     const double ps = flow_op_progress(c.send_op);
     if (!known(ps)) return;
     const double pr = flow_op_progress(c.recv_op);
     if (!known(pr)) return;
     double P = pr;
     if (k >= kNcclSteps) {
-      const double fr8 = c.freed[k - kNcclSteps];
-      if (!known(fr8)) return;
-      P = std::max(P, fr8);
+      if (!c.freed.has(k - kNcclSteps)) return;
+      P = std::max(P, c.freed[k - kNcclSteps]);
     }
     double G = ps;
     if (k >= kNcclSteps) G = std::max(G, c.sd[k - kNcclSteps]);
     const double D = std::max(c.prod[k], G);
     const double A = std::max({D, P + p.ctrl_lat, c.A_prev});
     c.A_prev = A;
-    const double xfer = double(c.chunk) / bw * hash_factor(mix(sc.seed, uint64_t(ci), uint64_t(k), 0x786672ull), sc.jitter);
+    const uint64_t key = uint64_t(c.index);
+    const double xfer = double(c.chunk) / bw * hash_factor(mix(sc.seed, key, uint64_t(k), 0x786672ull), sc.jitter);
     const double ws = std::max(A, c.wire_free);
     const double arr = ws + p.net_lat + xfer;
     c.wire_free = ws + xfer;
     const double sd = arr + p.ack_lat;
     const double Fk = std::max(arr, c.flush_prev) +
-                      p.flush * hash_factor(mix(sc.seed, uint64_t(ci), uint64_t(k), 0x666c73ull), sc.jitter) * flush_factor[c.dst];
+                      p.flush * hash_factor(mix(sc.seed, key, uint64_t(k), 0x666c73ull), sc.jitter) * flush_factor[c.dst];
     c.flush_prev = Fk;
-    c.sd[k] = sd;
-    c.F[k] = Fk;
-    F.op_steps[c.send_op].sent(k, SimStep{k, G, D, A, sd});
-    F.op_steps[c.recv_op].received(k, P, arr, Fk);
+    c.sd.push(k, sd);
+    c.F.push(k, Fk);
+    flow_op_log(c.send_op).sent(k, SimStep{k, G, D, A, sd});
+    flow_op_log(c.recv_op).received(k, P, arr, Fk);
     ++c.next_tx;
     if (k == c.n_steps - 1) flow_op_ended(c.send_op, sd);
     if (c.src_lane >= 0) flow_push_lane(c.src_lane);
@@ -244,13 +265,9 @@ void Simulation::Impl::flow_transmit(int ci) {
   }
 }
 
-void Simulation::Impl::simulate_flow() {
+// The work list of the phase: every rank first, then whatever became computable.
+void Simulation::Impl::flow_run() {
   Flow& F = flow;
-  F.stream_next.assign(n, 0);
-  F.kend_prev.resize(n);
-  F.enq_prev.assign(n, -kInf);
-  F.op_progress_known.assign(F.ops.size(), 0);
-  for (int r = 0; r < n; ++r) F.kend_prev[r] = p.start_skew * unit(mix(sc.seed, r, 0x736b6577ull));
   for (int r = n - 1; r >= 0; --r) flow_push_rank(r);
   while (!F.queue.empty()) {
     const uint64_t item = F.queue.back();
@@ -262,79 +279,11 @@ void Simulation::Impl::simulate_flow() {
       default: flow_transmit(idx); break;
     }
   }
-
-  F.complete = true;
-  for (const FlowTask& t : F.tasks) F.complete = F.complete && t.done;
-  bool hang = false;
-  for (int r = 0; r < n; ++r) hang |= hang_seq[r] != INT_MAX;
-  if (!F.complete && !hang) throw std::logic_error("mock: the simulated job deadlocked without a hang fault (simulator bug)");
-  flow_record();
 }
 
-// The timeline, in the public shape: one SimCollective per operation (index = operation),
-// then every proxy op; a hung job's traces are dumped a while after the last activity.
-void Simulation::Impl::flow_record() {
-  Flow& F = flow;
-  for (SimProxyOp& op : F.ops) {
-    if (!known(op.progress_ns)) op.progress_ns = kInf;
-    if (!known(op.end_ns)) op.end_ns = kInf;
-  }
-  LastActivity last;
-  for (size_t ti = 0; ti < F.tasks.size(); ++ti) {
-    OperationRecord rec = flow_operation(int(ti));
-    last.see(rec.col);
-    record_operation(std::move(rec));
-  }
-  for (size_t oi = 0; oi < F.ops.size(); ++oi) {
-    last.see(F.ops[oi], F.op_steps[oi].summary());
-    record_proxy_op(std::move(F.ops[oi]), int(oi), std::move(F.op_steps[oi]));
-  }
-  F.ops.clear();
-  F.op_steps.clear();
-  kill_ns = F.complete ? kInf : last.last + p.hang_dump_after;
-}
-
-// Operation ti as collectives() shows it, with what the renderers need besides.
-OperationRecord Simulation::Impl::flow_operation(int ti) const {
-  const Flow& F = flow;
-  const FlowTask& t = F.tasks[ti];
-  SimCollective col;
-  col.seq = t.seq;
-  col.rank = t.rank;
-  col.comm_hash = F.comms[t.comm].info.hash;
-  col.comm_rank = F.comm_rank_of[t.comm][t.rank];
-  col.name = t.kind == 0 ? "AllReduce" : (t.kind == 1 ? "Send" : "Recv");
-  col.algorithm = t.kind == 0 ? F.comms[t.comm].algorithm : "P2P";
-  col.peer = t.peer;
-  col.iter = t.iter;
-  col.channels = t.channels;
-  col.enqueue_ns = t.active ? t.enq : kInf;
-  col.kernel_start_ns = t.active ? t.kstart : kInf;
-  col.channel_end_ns.assign(t.channels.size(), t.active ? -kInf : kInf);
-  for (int l = t.lane_begin; l < t.lane_end && t.active; ++l) {
-    const FlowLane& lane = F.lanes[l];
-    double& ce = col.channel_end_ns[lane.ch];
-    ce = lane.next == lane.prim_end ? std::max(ce, lane.gpu_free) : kInf;
-  }
-  for (size_t ci = 0; ci < t.channels.size() && t.active; ++ci)
-    if (col.channel_end_ns[ci] == -kInf) col.channel_end_ns[ci] = t.ch_start[ci];
-  double end = kInf;
-  if (t.done) {
-    end = -kInf;
-    for (size_t ci = 0; ci < t.channels.size(); ++ci)
-      end = std::max(end, col.channel_end_ns[ci] + p.poll * unit(mix(sc.seed, uint64_t(ti), ci, 0x6b6368ull)));
-    for (int oi : t.ops) end = known(F.ops[oi].end_ns) ? std::max(end, F.ops[oi].end_ns) : kInf;
-    if (std::isfinite(end)) end += 500 + 1000 * unit(mix(sc.seed, uint64_t(ti), 0x656e64ull));
-  }
-  col.end_ns = end;
-  OperationRecord rec;
-  rec.col = std::move(col);
-  rec.index = ti;
-  rec.comm = t.comm;
-  rec.started = t.active;
-  rec.channel_start_ns = t.ch_start;
-  rec.ops = t.ops;
-  return rec;
+void StepWindow::out_of_window(int k) const {
+  throw std::logic_error("mock: step " + std::to_string(k) +
+                         " of a connection read out of order or out of its window (simulator bug)");
 }
 
 }  // namespace culprit::mock

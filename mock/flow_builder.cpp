@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "mock/topology.hpp"
@@ -11,6 +12,52 @@ namespace culprit::mock {
 namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
+
+// ---- lane programs ---------------------------------------------------------------------------
+
+FlowLaneProgram FlowLaneProgram::ring(int in, int out, int K, int loops) {
+  FlowLaneProgram prog;
+  prog.kind = kRing;
+  prog.n_in = prog.n_out = 1;
+  prog.in[0] = in;
+  prog.out[0] = out;
+  prog.K = K;
+  prog.loops = loops;
+  return prog;
+}
+
+FlowLaneProgram FlowLaneProgram::lockstep(const std::vector<int>& in, const std::vector<int>& out, int steps) {
+  if (in.size() > size_t(kLaneConns) || out.size() > size_t(kLaneConns))
+    throw std::logic_error("mock: a lane with more connections than kLaneConns");
+  FlowLaneProgram prog;
+  prog.kind = kLockstep;
+  prog.steps = steps;
+  prog.n_in = uint8_t(in.size());
+  prog.n_out = uint8_t(out.size());
+  std::copy(in.begin(), in.end(), prog.in);
+  std::copy(out.begin(), out.end(), prog.out);
+  return prog;
+}
+
+uint32_t FlowLaneProgram::size() const { return kind == kRing ? uint32_t(loops) * uint32_t(K + 1) : uint32_t(steps); }
+
+void FlowLaneProgram::prim(uint32_t j, FlowIO* io, int& ni, int& no) const {
+  if (kind == kLockstep) {
+    ni = n_in;
+    no = n_out;
+    for (int i = 0; i < n_in; ++i) io[i] = {in[i], int(j)};
+    for (int i = 0; i < n_out; ++i) io[n_in + i] = {out[i], int(j)};
+    return;
+  }
+  // Ring loop l: a send of message l*K, K-1 recv-reduce-sends, a final receive.
+  const int jj = int(j % uint32_t(K + 1)), base = int(j / uint32_t(K + 1)) * K;
+  ni = jj == 0 ? 0 : 1;
+  no = jj == K ? 0 : 1;
+  if (ni) io[0] = {in[0], base + jj - 1};
+  if (no) io[ni] = {out[0], base + jj};
+}
+
+// ---- the builder -----------------------------------------------------------------------------
 
 int FlowBuilder::add_comm(const std::string& name, const std::string& algorithm, const std::vector<int>& ranks) {
   FlowComm fc;
@@ -43,6 +90,7 @@ int FlowBuilder::add_task(int rank, int comm, int kind, int iter, int peer, uint
   t.peer = peer;
   t.bytes = bytes;
   t.compute = compute;
+  t.index = next_.task++;
   // SeqNum counts per communicator and rank, p2p per peer and direction.
   t.seq = seq_counter_[{comm, rank, kind, kind == kTaskCollective ? -1 : peer}]++;
   const int idx = int(F_.tasks.size());
@@ -58,16 +106,41 @@ int FlowBuilder::add_conn(int src_task, int dst_task, int channel, int n_steps, 
   c.src = F_.tasks[src_task].rank;
   c.dst = F_.tasks[dst_task].rank;
   c.channel = channel;
+  c.index = next_.conn++;
   c.net = sim_.net_hop(c.src, c.dst);
   c.role = role;
   c.n_steps = n_steps;
   c.chunk = chunk;
-  c.prod.assign(n_steps, kNaN);
-  c.F.assign(n_steps, kNaN);
-  c.freed.assign(n_steps, kNaN);
-  c.sd.assign(n_steps, kNaN);
-  F_.conns.push_back(std::move(c));
+  if (collect_links_) add_link(c, F_.tasks[src_task].comm);
+  F_.conns.push_back(c);
   return int(F_.conns.size()) - 1;
+}
+
+bool FlowBuilder::LinkKey::operator<(const LinkKey& o) const {
+  if (comm_hash != o.comm_hash) return comm_hash < o.comm_hash;
+  if (channel != o.channel) return channel < o.channel;
+  if (src != o.src) return src < o.src;
+  if (dst != o.dst) return dst < o.dst;
+  return std::strcmp(role, o.role) < 0;
+}
+
+// links() lists every connection of the topology once, where its first connection is in the
+// whole run's build order (phases do not build in that order: a pipeline's world AllReduce
+// comes first in it and last in an iteration).
+void FlowBuilder::add_link(const FlowConn& c, int comm) {
+  const uint64_t h = F_.comms[comm].info.hash;
+  auto [it, added] = links_seen_.try_emplace(LinkKey{h, c.channel, c.src, c.dst, c.role}, links_.size());
+  if (added) links_.emplace_back(c.index, SimLink{h, c.channel, c.src, c.dst, c.net, c.role});
+  else links_[it->second].first = std::min(links_[it->second].first, c.index);
+}
+
+std::vector<SimLink> FlowBuilder::take_links() {
+  std::sort(links_.begin(), links_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<SimLink> out;
+  for (auto& [index, link] : links_) out.push_back(std::move(link));
+  links_.clear();
+  links_seen_.clear();
+  return out;
 }
 
 void FlowBuilder::add_op(int task, int conn, bool is_send) {
@@ -89,47 +162,47 @@ void FlowBuilder::add_op(int task, int conn, bool is_send) {
   op.comm_rank = F_.comm_rank_of[t.comm][op.rank];
   op.comm_peer = F_.comm_rank_of[t.comm][op.peer];
   op.is_p2p = t.kind != kTaskCollective;
-  op.task = task;
-  std::vector<SimProxyOp>& ops = F_.ops;
-  const int oi = int(ops.size());
-  ops.push_back(std::move(op));
-  F_.op_steps.emplace_back(c.n_steps, sim_.keep.timeline);
-  (is_send ? c.send_op : c.recv_op) = oi;
+  op.task = int(t.index);
+  const int oi = int(F_.ops.size());
+  // The op that precedes it on the same connection end: its end gates this one's progress.
+  LastOp& last = last_op_.try_emplace(std::make_tuple(op.rank, t.comm, c.channel, int(is_send), op.peer),
+                                      LastOp{-1, -kInf}).first->second;
+  F_.ops.push_back(std::move(op));
+  F_.op_recorded.push_back(0);
+  F_.op_log.push_back(-1);
+  F_.op_index.push_back(next_.op++);
+  F_.op_task.push_back(task);
   F_.op_conn.push_back(conn);
   F_.op_next.push_back(-1);
-  // The op that precedes it on the same connection: its end gates this one's progress.
-  auto key = std::make_tuple(ops[oi].rank, t.comm, c.channel, int(is_send), ops[oi].peer);
-  auto it = last_op_.find(key);
-  F_.op_prev.push_back(it == last_op_.end() ? -1 : it->second);
-  if (it != last_op_.end()) F_.op_next[it->second] = oi;
-  last_op_[key] = oi;
+  F_.op_prev.push_back(last.local);
+  F_.op_prev_end.push_back(last.local >= 0 ? -kInf : last.end);
+  if (last.local >= 0) F_.op_next[last.local] = oi;
+  last.local = oi;
+  (is_send ? c.send_op : c.recv_op) = oi;
   F_.tasks[task].ops.push_back(oi);
 }
 
-int FlowBuilder::begin_lane(int task, int ch) {
+void FlowBuilder::end_phase() {
+  for (auto& [key, last] : last_op_) {
+    if (last.local < 0) continue;
+    last.end = F_.ops[last.local].end_ns;  // NaN: it never ended, nor will what follows it
+    last.local = -1;
+  }
+}
+
+void FlowBuilder::add_lane(int task, int ch, const FlowLaneProgram& prog) {
   FlowLane l;
   l.task = task;
   l.ch = ch;
-  l.prim_begin = l.prim_end = l.next = uint32_t(F_.prims.size());
+  l.index = next_.lane++;
+  l.prog = prog;
+  l.n_prims = prog.size();
+  l.prim_base = uint64_t(next_.prim);
+  next_.prim += l.n_prims;
+  const int lane = int(F_.lanes.size());
+  for (int i = 0; i < prog.n_in; ++i) F_.conns[prog.in[i]].dst_lane = lane;
+  for (int i = 0; i < prog.n_out; ++i) F_.conns[prog.out[i]].src_lane = lane;
   F_.lanes.push_back(l);
-  return int(F_.lanes.size()) - 1;
-}
-
-void FlowBuilder::add_prim(int lane, const std::vector<FlowIO>& in, const std::vector<FlowIO>& out) {
-  FlowPrim pr;
-  pr.io = uint32_t(F_.ios.size());
-  pr.n_in = uint16_t(in.size());
-  pr.n_out = uint16_t(out.size());
-  for (const FlowIO& x : in) {
-    F_.ios.push_back(x);
-    F_.conns[x.conn].dst_lane = lane;
-  }
-  for (const FlowIO& x : out) {
-    F_.ios.push_back(x);
-    F_.conns[x.conn].src_lane = lane;
-  }
-  F_.prims.push_back(pr);
-  F_.lanes[lane].prim_end = uint32_t(F_.prims.size());
 }
 
 void FlowBuilder::finish_task_lanes(int task, int first_lane) {
@@ -164,58 +237,10 @@ std::vector<int> FlowBuilder::ring_order(int comm, int c) const {
   return order;
 }
 
-// ---- the job of the general engine ------------------------------------------------------------
+FlowJob::FlowJob(Simulation::Impl& sim, Flow& flow, std::unique_ptr<Topology> topology, bool collect_links)
+    : builder_(sim, flow, collect_links), topology_(std::move(topology)) {}
+FlowJob::~FlowJob() = default;
 
-void Simulation::Impl::build_flow() {
-  flow.stream.assign(n, {});
-  FlowBuilder b(*this);
-  make_topology(sc)->build(b);
-  truth.comm_hash = flow.comms[0].info.hash;
-  for (const auto& fc : flow.comms) comm_list.push_back(fc.info);
-  // The world ring, for ring_next/ring_prev.
-  if (flow.comms[0].info.name == "world" && flow.comms[0].algorithm == "RING") {
-    next.assign(C, std::vector<int>(n));
-    prev.assign(C, std::vector<int>(n));
-    for (int c = 0; c < C; ++c) {
-      const std::vector<int> order = b.ring_order(0, c);
-      for (int i = 0; i < n; ++i) {
-        next[c][order[i]] = order[(i + 1) % n];
-        prev[c][order[(i + 1) % n]] = order[i];
-      }
-    }
-  }
-  resolve_flow_slow_links();
-  truth.spec = sc.to_spec();
-}
-
-// slow_link faults: the default peer is the sender's first network connection in build order;
-// a named link must be a connection of the topology.
-void Simulation::Impl::resolve_flow_slow_links() {
-  size_t li = 0;
-  for (TruthRoot& root : truth.roots) {
-    if (root.culprit_class != "network_link") continue;
-    auto& [s, d, mag] = slow_links.at(li++);
-    if (d < 0) {
-      for (const FlowConn& c : flow.conns)
-        if (c.src == s && c.net) {
-          d = c.dst;
-          break;
-        }
-      if (d < 0)
-        throw std::invalid_argument("mock key 'fault': slow_link rank " + std::to_string(s) +
-                                    " sends to no other node; name the link as slow_link:S-D");
-    } else {
-      if (!net_hop(s, d))
-        throw std::invalid_argument("mock key 'fault': slow_link " + std::to_string(s) + "-" + std::to_string(d) +
-                                    " is not a network link (same node)");
-      bool used = false;
-      for (const FlowConn& c : flow.conns) used |= c.src == s && c.dst == d;
-      if (!used)
-        throw std::invalid_argument("mock key 'fault': slow_link " + std::to_string(s) + "-" + std::to_string(d) +
-                                    " is not a connection of this topology");
-    }
-    root.peer = d;
-  }
-}
+void FlowJobDeleter::operator()(FlowJob* job) const { delete job; }
 
 }  // namespace culprit::mock

@@ -126,11 +126,13 @@ NodeStore::~NodeStore() {
 template <typename Record>
 void NodeStore::append(int node, char tag, const Record& rec) {
   std::string& out = pending_[size_t(node)];
-  const size_t before = out.size();
+  const size_t before = out.capacity();
   Encoder e(out);
   e.put(tag);
   encode(e, rec);
-  pending_bytes_ += out.size() - before;
+  // What the strings hold, not what they use: a string grows by doubling, so its bytes could be
+  // half its memory.
+  pending_bytes_ += out.capacity() - before;
   if (pending_bytes_ > budget_) spill();
 }
 
@@ -181,6 +183,13 @@ NodeTimeline NodeStore::load(int node) const {
       decode(d, t.proxy_ops.emplace_back());
     }
   }
+  // Records come in the order the engine finished them; the renderers read them in index
+  // order (a pipeline's are finished iteration by iteration, not rank by rank).
+  auto by_index = [](const auto& a, const auto& b) { return a.index < b.index; };
+  if (!std::is_sorted(t.operations.begin(), t.operations.end(), by_index))
+    std::stable_sort(t.operations.begin(), t.operations.end(), by_index);
+  if (!std::is_sorted(t.proxy_ops.begin(), t.proxy_ops.end(), by_index))
+    std::stable_sort(t.proxy_ops.begin(), t.proxy_ops.end(), by_index);
   return t;
 }
 

@@ -2,8 +2,8 @@
 // node as the engines finish them. Each node's records are held in a compact binary form; once
 // the nodes' pending bytes pass a budget, all of them are appended to one temporary file (one
 // file descriptor whatever the node count: 2048 nodes x 8 processes x several communicators
-// could not each keep a file open), and a node's records are read back, in order, when it is
-// rendered. Memory: the budget, plus the node being rendered.
+// could not each keep a file open), and a node's records are read back, in index order, when
+// it is rendered. Memory: the budget, plus the node being rendered.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,7 @@ class NodeStore {
 
   void add(int node, const OperationRecord& rec);
   void add(int node, const ProxyOpRecord& rec);
-  NodeTimeline load(int node) const;  // every record added for the node, in order
+  NodeTimeline load(int node) const;  // every record added for the node, in index order
   uint64_t spilled_bytes() const { return file_size_; }
 
  private:

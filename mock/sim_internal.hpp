@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -137,21 +138,71 @@ struct Params {
 // primitives that receive steps from connections and send steps to connections. A value is
 // computed as soon as everything it depends on is known; nothing depends on evaluation order
 // (the noise is a hash of what it applies to), so the result is unique and deterministic.
+//
+// The job streams (docs/simulator.md, "Memory"): it is built and simulated one phase at a time
+// (flow_phases.cpp), a phase being a part of an iteration that depends only on earlier phases
+// (topology.hpp). Once nothing more of a phase can be computed, its records are final and
+// handed over, and only what the next one needs is carried (per rank its last kernel end and
+// enqueue, per connection end its last proxy op's end). Entities are stored per phase (local
+// ids); each keeps the index the whole-run build gave it (`index`), which keys its noise.
+
+inline constexpr int kConnWindow = 16;  // steps of a connection whose times are kept (> NCCL_STEPS)
+inline constexpr int kLaneConns = 4;    // connections a lane reads or writes at most
 
 struct FlowIO {
   int conn = 0;
   int step = 0;
 };
 
-struct FlowPrim {
-  uint32_t io = 0;  // index of its first FlowIO (inputs first, then outputs)
-  uint16_t n_in = 0, n_out = 0;
+// The times of one kind of event of a connection, step by step. Each is computed in step
+// order, so the known ones are a prefix; a step reads times at most NCCL_STEPS back, so only
+// the latest kConnWindow are kept (a ring connection of 16k GPUs has 32766 steps).
+class StepWindow {
+ public:
+  bool has(int k) const { return k < known_; }
+  double operator[](int k) const {
+    if (k >= known_ || k < known_ - kConnWindow) out_of_window(k);
+    return t_[size_t(k & (kConnWindow - 1))];
+  }
+  void push(int k, double t) {
+    if (k != known_) out_of_window(k);
+    t_[size_t(k & (kConnWindow - 1))] = t;
+    ++known_;
+  }
+
+ private:
+  [[noreturn]] void out_of_window(int k) const;  // a simulator bug (flow.cpp)
+  std::array<double, kConnWindow> t_{};
+  int known_ = 0;
+};
+static_assert((kConnWindow & (kConnWindow - 1)) == 0 && kConnWindow > kNcclSteps, "a power of two past the credits");
+
+// What a lane runs. Its primitives are generated as it runs them (flow_builder.cpp): a ring
+// lane of 16k GPUs has 32767 of them.
+struct FlowLaneProgram {
+  enum Kind : uint8_t {
+    kRing,      // per loop a send on out[0], K-1 recv-reduce-sends from in[0] to out[0], a final recv
+    kLockstep,  // primitive k receives step k from every in[], then sends step k on every out[]
+  };
+  Kind kind = kLockstep;
+  uint8_t n_in = 0, n_out = 0;
+  int in[kLaneConns] = {}, out[kLaneConns] = {};
+  int K = 0, loops = 0;  // kRing: messages per loop, loops
+  int steps = 0;         // kLockstep: primitives
+  static FlowLaneProgram ring(int in, int out, int K, int loops);
+  static FlowLaneProgram lockstep(const std::vector<int>& in, const std::vector<int>& out, int steps);
+  uint32_t size() const;
+  // Primitive j: its inputs, then its outputs, into io (2 * kLaneConns entries).
+  void prim(uint32_t j, FlowIO* io, int& n_in, int& n_out) const;
 };
 
 struct FlowLane {
   int task = 0;
-  int ch = 0;  // index into the task's channel list
-  uint32_t prim_begin = 0, prim_end = 0, next = 0;
+  int ch = 0;                // index into the task's channel list
+  int64_t index = 0;         // whole-run index (noise key)
+  uint64_t prim_base = 0;    // whole-run index of its first primitive (noise key)
+  FlowLaneProgram prog;
+  uint32_t n_prims = 0, next = 0;
   double gpu_free = 0;
   double freed_prev = -kInf;
   bool queued = false;
@@ -162,15 +213,18 @@ struct FlowConn {
   int src_task = 0, dst_task = 0;  // operations at both ends
   int src_lane = -1, dst_lane = -1;
   int channel = 0;
+  int64_t index = 0;               // whole-run index (noise key)
   bool net = false;
-  std::string role;                // ring | tree_up | tree_down | p2p
+  bool queued = false;
+  const char* role = "";           // ring | tree_up | tree_down | p2p
   int n_steps = 0;
   uint64_t chunk = 0;
   int send_op = -1, recv_op = -1;  // proxy ops (network only)
-  std::vector<double> prod, F, freed, sd;  // NaN: not known yet
+  // Data produced by the sending GPU (network), arrived and flushed (F), send done (sd), slot
+  // freed by the receiving GPU. NVLink: arrival is both F and sd.
+  StepWindow prod, F, freed, sd;
   int next_tx = 0;
   double A_prev = -kInf, wire_free = -kInf, flush_prev = -kInf;
-  bool queued = false;
 };
 
 struct FlowTask {
@@ -180,6 +234,7 @@ struct FlowTask {
   int seq = 0;
   int iter = 0;
   int peer = -1;  // p2p: comm rank of the peer
+  int64_t index = 0;  // whole-run index: collectives() order, noise key
   uint64_t bytes = 0;
   uint64_t chunk = 0;
   double compute = 0;  // GPU work before it (ns, healthy speed)
@@ -197,23 +252,44 @@ struct FlowComm {
   std::string algorithm;  // RING | TREE | P2P
 };
 
+class FlowJob;  // flow_builder.hpp: the topology and its builder, alive while the job runs
+struct FlowJobDeleter {
+  void operator()(FlowJob* job) const;
+};
+
 struct Flow {
+  // The whole run.
   std::vector<FlowComm> comms;
   std::vector<std::vector<int>> comm_rank_of;  // [comm][global rank] -> comm rank, -1 if not a member
+  std::vector<SimLink> links;                  // every connection of the topology, in build order
+  std::unique_ptr<FlowJob, FlowJobDeleter> job;
+  // Per rank, carried from one phase to the next: whether its last operation finished, and
+  // when; its last enqueue.
+  std::vector<char> prev_done;
+  std::vector<double> kend_prev, enq_prev;
+  LastActivity last;
+  bool complete = true;
+  // The phase being simulated (local ids).
   std::vector<FlowTask> tasks;
   std::vector<std::vector<int>> stream;  // per rank: its tasks in order
   std::vector<int> stream_next;          // per rank: next task to activate
-  std::vector<double> kend_prev, enq_prev;
   std::vector<FlowLane> lanes;
-  std::vector<FlowPrim> prims;
-  std::vector<FlowIO> ios;
   std::vector<FlowConn> conns;
-  std::vector<SimProxyOp> ops;                 // every proxy op (their steps in op_steps)
-  std::vector<StepLog> op_steps;
-  std::vector<int> op_conn, op_prev, op_next;  // per proxy op
+  std::vector<SimProxyOp> ops;      // its proxy ops, handed over as they end (op_recorded)
+  std::vector<char> op_recorded;
+  // The steps of the proxy ops under way: a pool of logs (a log is taken at an op's first step
+  // and handed over with it), so it holds the ops in flight, not every op of the phase.
+  std::vector<StepLog> logs;
+  std::vector<int> op_log;          // per op: its log, -1: none
+  std::vector<int> free_logs;
+  std::vector<int64_t> op_index;    // whole-run index: proxy_ops() order, noise key
+  std::vector<int> op_task, op_conn, op_prev, op_next;  // local ids; op_prev -1: none in this phase
+  std::vector<double> op_prev_end;  // op_prev -1: the end of the previous op of an earlier phase
+                                    // (NaN: it never ended; -inf: there is none)
   std::vector<char> op_progress_known;
   std::vector<uint64_t> queue;
-  bool complete = true;
+
+  void clear_phase();  // drops the phase's entities (flow_phases.cpp)
 };
 
 std::string host_name(int node);  // node%03d
@@ -289,20 +365,24 @@ struct Simulation::Impl {
   void simulate_ring();  // ring_engine.cpp
   std::string render_rank_nccl_json(const NodeTimeline& t, int rank) const;  // render_nccl.cpp
 
-  // flow.cpp
-  void build_flow();  // flow_builder.cpp, with the topologies (topology.hpp)
+  // flow_phases.cpp: the general engine's run, one phase at a time
+  void build_flow();  // the topology's communicators and connections (topology.hpp)
   void resolve_flow_slow_links();
   void simulate_flow();
+  void flow_finish_phase();
+  OperationRecord flow_operation(int task) const;
+  // flow.cpp: the work list of one phase
+  void flow_run();
   void flow_activate(int rank);
   void flow_run_lane(int lane);
   void flow_transmit(int conn);
   double flow_op_progress(int op);  // NaN while unknown
+  StepLog& flow_op_log(int op);
   void flow_op_ended(int op, double t);
+  void flow_record_op(int op);
   void flow_push_lane(int lane);
   void flow_push_conn(int conn);
   void flow_push_rank(int rank);
-  void flow_record();
-  OperationRecord flow_operation(int task) const;
   // render_flow.cpp: the files of one process, one per communicator, in finalisation order
   std::vector<RenderedFile> render_rank_flow(const NodeTimeline& t, int rank) const;
   // The records of one node's processes (simulator.cpp).

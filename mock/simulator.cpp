@@ -5,9 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <stdexcept>
-#include <tuple>
 
 #include "mock/sim_internal.hpp"
 
@@ -19,9 +17,20 @@ void Simulation::Impl::simulate() {
   else simulate_ring();
 }
 
+// The general engine hands a pipeline's records over iteration by iteration, which is not
+// their index order (a rank's operations of every iteration come before the next rank's):
+// each goes to its place.
+namespace {
+template <typename T>
+void put_at(std::vector<T>& v, size_t index, T&& x) {
+  if (v.size() <= index) v.resize(index + 1);
+  v[index] = std::move(x);
+}
+}  // namespace
+
 void Simulation::Impl::record_operation(OperationRecord&& rec) {
   job_end_ns = std::max(job_end_ns, rec.col.end_ns);
-  if (keep.timeline) colls.push_back(rec.col);
+  if (keep.timeline) put_at(colls, size_t(rec.index), SimCollective(rec.col));
   const int node = procs[size_t(rec.col.rank)].node;
   if (keeps_node(node)) kept->add(node, rec);
 }
@@ -37,7 +46,7 @@ void Simulation::Impl::record_proxy_op(SimProxyOp&& op, int index, StepLog&& ste
   }
   if (keep.timeline) {
     op.steps = steps.take_all();
-    ops.push_back(std::move(op));
+    put_at(ops, size_t(index), std::move(op));
   }
 }
 
@@ -116,15 +125,7 @@ const std::vector<SimComm>& Simulation::communicators() const { return impl_->co
 std::vector<SimLink> Simulation::links() const {
   std::vector<SimLink> out;
   const Impl& m = *impl_;
-  if (m.general) {
-    std::set<std::tuple<uint64_t, int, int, int, std::string>> seen;
-    for (const FlowConn& c : m.flow.conns) {
-      const uint64_t h = m.flow.comms[m.flow.tasks[c.src_task].comm].info.hash;
-      if (!seen.insert({h, c.channel, c.src, c.dst, c.role}).second) continue;
-      out.push_back(SimLink{h, c.channel, c.src, c.dst, c.net, c.role});
-    }
-    return out;
-  }
+  if (m.general) return m.flow.links;
   for (int c = 0; c < m.C; ++c)
     for (int r = 0; r < m.n; ++r)
       out.push_back(SimLink{m.comm_hash, c, r, m.next[c][r], m.net_hop(r, m.next[c][r]), "ring"});

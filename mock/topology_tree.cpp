@@ -98,32 +98,17 @@ void channel_tree(const FlowBuilder& b, const std::vector<std::vector<int>>& gro
 // broadcasts back. Others (runTreeSplit): one group reduces up, the other broadcasts down,
 // concurrently.
 void add_tree_lanes(FlowBuilder& b, const TreeEdges& e, int task, int c, int a, int nchunks) {
-  std::vector<FlowIO> in, out;
+  std::vector<int> from_kids, to_kids;
+  for (int d : e.down[c][a]) {
+    from_kids.push_back(e.up_conn[c][d]);
+    to_kids.push_back(e.down_conn[c][d]);
+  }
   if (e.up[c][a] < 0) {
-    const int lane = b.begin_lane(task, c);
-    for (int k = 0; k < nchunks; ++k) {
-      in.clear();
-      out.clear();
-      for (int d : e.down[c][a]) {
-        in.push_back({e.up_conn[c][d], k});
-        out.push_back({e.down_conn[c][d], k});
-      }
-      b.add_prim(lane, in, out);
-    }
+    b.add_lane(task, c, FlowLaneProgram::lockstep(from_kids, to_kids, nchunks));
     return;
   }
-  const int reduce = b.begin_lane(task, c);
-  for (int k = 0; k < nchunks; ++k) {
-    in.clear();
-    for (int d : e.down[c][a]) in.push_back({e.up_conn[c][d], k});
-    b.add_prim(reduce, in, {{e.up_conn[c][a], k}});
-  }
-  const int bcast = b.begin_lane(task, c);
-  for (int k = 0; k < nchunks; ++k) {
-    out.clear();
-    for (int d : e.down[c][a]) out.push_back({e.down_conn[c][d], k});
-    b.add_prim(bcast, {{e.down_conn[c][a], k}}, out);
-  }
+  b.add_lane(task, c, FlowLaneProgram::lockstep(from_kids, {e.up_conn[c][a]}, nchunks));
+  b.add_lane(task, c, FlowLaneProgram::lockstep({e.down_conn[c][a]}, to_kids, nchunks));
 }
 
 void build_tree_allreduce(FlowBuilder& b, int comm, const std::vector<int>& tasks) {

@@ -12,6 +12,7 @@
 #include "mock/records.hpp"
 #include "mock/render_flight_recorder.hpp"
 #include "mock/render_probing.hpp"
+#include "mock/sim_internal.hpp"
 #include "mock/simulator.hpp"
 
 namespace culprit::mock {
@@ -24,6 +25,9 @@ const std::vector<std::string> kSpecs = {
     "topology=tree,nodes=4,gpus=2,channels=2,seqs=3,bytes=4M,fault=hang:5@2",
     "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=3,bytes=1M,fault=hang:3@1",  // sends done, steps unsent
     "topology=ring,comms=world+dp,nodes=3,gpus=2,channels=2,seqs=3,bytes=4M,fault=slow_consumer:2",
+    // more steps a connection than the general engine keeps the times of (kConnWindow)
+    "topology=tree,nodes=3,gpus=2,channels=2,seqs=3,bytes=32M,fault=slow_consumer:3",
+    "topology=pipeline,comms=pp+world,nodes=4,gpus=2,stages=8,channels=2,seqs=3,bytes=8M,fault=hang:5@2",
 };
 
 // Every file of every node, in three formats.
@@ -105,6 +109,79 @@ TEST(SimStreaming, KeepingNothingStillTimesTheJob) {
     EXPECT_EQ(nothing.dump_time_ns(), whole.dump_time_ns());
     EXPECT_THROW(nothing.node_timeline(0), std::logic_error);
   }
+}
+
+// The general engine runs a pipeline iteration by iteration, but its records keep the indices
+// of the whole run's build (each rank's operations of every iteration together): every proxy
+// op names its own operation, and each node's records come back in index order.
+TEST(SimStreaming, GeneralEngineRecordsKeepTheirIndices) {
+  const Scenario sc = Scenario::parse(
+      "topology=pipeline,comms=pp+world,nodes=4,gpus=2,stages=4,channels=2,seqs=3,bytes=1M,fault=slow_gpu:3");
+  Simulation sim(sc);
+  const std::vector<SimCollective>& colls = sim.collectives();
+  // Per iteration and pipeline (2 of them): 4 microbatches x 2 operations at each end stage and
+  // x 4 at each inner one, plus every rank's world AllReduce.
+  ASSERT_EQ(colls.size(), size_t(2 * sc.seqs * (2 * 9 + 2 * 17)));
+  for (size_t i = 0; i < colls.size(); ++i) ASSERT_GE(colls[i].iter, 0) << "every operation in its place";
+  for (size_t i = 1; i < colls.size(); ++i) {
+    ASSERT_LE(colls[i - 1].rank, colls[i].rank) << "a rank's operations of every iteration come together";
+    if (colls[i - 1].rank == colls[i].rank) {
+      EXPECT_LE(colls[i - 1].iter, colls[i].iter);
+    }
+  }
+  for (const SimProxyOp& op : sim.proxy_ops()) {
+    const SimCollective& c = colls.at(size_t(op.task));
+    EXPECT_EQ(c.rank, op.rank);
+    EXPECT_EQ(c.comm_hash, op.comm_hash);
+    EXPECT_EQ(c.seq, op.seq);
+  }
+  for (int node = 0; node < sc.nodes; ++node) {
+    const NodeTimeline t = sim.node_timeline(node);
+    for (size_t i = 1; i < t.operations.size(); ++i) EXPECT_LT(t.operations[i - 1].index, t.operations[i].index);
+    for (size_t i = 1; i < t.proxy_ops.size(); ++i) EXPECT_LT(t.proxy_ops[i - 1].index, t.proxy_ops[i].index);
+  }
+}
+
+// A connection of the general engine keeps the times of its latest steps only: each kind of
+// event comes in step order, and a read of a step not yet known or out of the window is a bug.
+TEST(SimStreaming, AStepWindowKeepsTheLatestSteps) {
+  StepWindow w;
+  for (int k = 0; k < 40; ++k) w.push(k, 10.0 * k);
+  EXPECT_TRUE(w.has(39));
+  EXPECT_FALSE(w.has(40));
+  EXPECT_EQ(w[39], 390.0);
+  EXPECT_EQ(w[40 - kConnWindow], 10.0 * (40 - kConnWindow));
+  EXPECT_THROW(w[39 - kConnWindow], std::logic_error);  // fell out of the window
+  EXPECT_THROW(w[40], std::logic_error);                // not known yet
+  EXPECT_THROW(w.push(41, 1.0), std::logic_error);      // out of step order
+}
+
+// A lane's primitives, generated as it runs: the ring's per-loop send, K-1 recv-reduce-sends and
+// final receive; a lockstep lane's step k of every connection.
+TEST(SimStreaming, LanePrograms) {
+  const FlowLaneProgram ring = FlowLaneProgram::ring(7, 9, 3, 2);  // in 7, out 9, K = 3, 2 loops
+  ASSERT_EQ(ring.size(), 8u);
+  std::vector<std::string> got;
+  FlowIO io[2 * kLaneConns];
+  for (uint32_t j = 0; j < ring.size(); ++j) {
+    int ni = 0, no = 0;
+    ring.prim(j, io, ni, no);
+    std::string p;
+    for (int i = 0; i < ni + no; ++i)
+      p += (i < ni ? "r" : "s") + std::to_string(io[i].conn) + "." + std::to_string(io[i].step) + " ";
+    got.push_back(p);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"s9.0 ", "r7.0 s9.1 ", "r7.1 s9.2 ", "r7.2 ", "s9.3 ", "r7.3 s9.4 ",
+                                           "r7.4 s9.5 ", "r7.5 "}));
+  const FlowLaneProgram root = FlowLaneProgram::lockstep({1, 2}, {3, 4}, 5);
+  int ni = 0, no = 0;
+  root.prim(4, io, ni, no);
+  ASSERT_EQ(ni, 2);
+  ASSERT_EQ(no, 2);
+  EXPECT_EQ(io[1].conn, 2);
+  EXPECT_EQ(io[3].conn, 4);
+  EXPECT_EQ(io[3].step, 4);
+  EXPECT_THROW(FlowLaneProgram::lockstep({1, 2, 3, 4, 5}, {}, 1), std::logic_error);
 }
 
 TEST(SimStreaming, AStepLogKeepsTheLastStartedSteps) {
