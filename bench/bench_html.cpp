@@ -32,7 +32,8 @@ AnalysisResults large_job(uint32_t nodes, uint32_t gpus, uint32_t channels) {
   r.info.processes = static_cast<int32_t>(n);
   r.info.analyzer_ranks = static_cast<int32_t>(nodes);
   r.info.input = "/lustre/incidents/bench";
-  r.info.command = "srun --ntasks-per-node=1 -n " + std::to_string(nodes) + " nccl-culprit analyze --shared /lustre/incidents/bench";
+  r.info.command =
+      "srun --ntasks-per-node=1 -n " + std::to_string(nodes) + " nccl-culprit analyze --shared /lustre/incidents/bench";
   char host[32];
   for (uint32_t p = 0; p < n; ++p) {
     ProcessRow row;

@@ -18,7 +18,7 @@ constexpr int kCell = 22, kGap = 4, kPad = 8, kHeader = 16, kGpusPerRow = 8;
 constexpr int kBoxGapX = 56, kBoxGapY = 44, kMargin = 16;
 constexpr int kNodeCell = 12, kNodeGap = 2, kRowLabel = 130;
 constexpr std::size_t kMaxOverviewWires = 300;  // aggregated map: flagged wires drawn at most
-constexpr double kBoxScale = 1.6;  // GPU cells of 22 units are small on a screen
+constexpr double kBoxScale = 1.6;               // GPU cells of 22 units are small on a screen
 
 const char* role_class(Role r) { return r == Role::kRoot ? "root" : r == Role::kVictim ? "victim" : "healthy"; }
 
@@ -38,7 +38,7 @@ struct Point {
 // Where each drawn node's box and each of its GPUs' cells lie.
 struct Geometry {
   std::map<std::size_t, std::pair<Point, Point>> boxes;  // node -> (top left, size)
-  std::unordered_map<std::size_t, Point> cells;           // gpu index -> top left
+  std::unordered_map<std::size_t, Point> cells;          // gpu index -> top left
   double width = 0, height = 0;
 };
 
@@ -73,13 +73,15 @@ Geometry lay_out_boxes(const Model& m, const std::vector<std::size_t>& nodes) {
 
 // `scale`: how much larger than its user units it is drawn (never wider than the page).
 void open_svg(std::ostringstream& out, const char* id, double w, double h, double scale, const char* label) {
-  out << format("<svg id=\"%s\" class=\"map\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" role=\"img\" aria-label=\"%s\">\n",
-                id, w, h, w * scale, label);
+  out << format(
+      "<svg id=\"%s\" class=\"map\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" role=\"img\" aria-label=\"%s\">\n", id, w,
+      h, w * scale, label);
   out << "<defs>";
   for (const char* v : {"normal", "late_data", "no_credit", "slow_flush", "slow_link", "culprit"})
-    out << format("<marker id=\"%s-arrow-%s\" class=\"arrow-%s\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" "
-                  "markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\"><path d=\"M0,0L8,4L0,8z\"/></marker>",
-                  id, v, v);
+    out << format(
+        "<marker id=\"%s-arrow-%s\" class=\"arrow-%s\" viewBox=\"0 0 8 8\" refX=\"7\" refY=\"4\" "
+        "markerWidth=\"5\" markerHeight=\"5\" orient=\"auto\"><path d=\"M0,0L8,4L0,8z\"/></marker>",
+        id, v, v);
   out << "</defs>\n";
 }
 
@@ -134,18 +136,21 @@ void gpu_wires(std::ostringstream& out, const char* svg, const AnalysisResults& 
 
 std::string gpu_title(const Gpu& gpu) {
   std::string t = gpu.name + "\nrole: " + role_class(gpu.role);
-  if (gpu.role == Role::kRoot) t += " (" + gpu.culprit_class + "), blame " + duration(static_cast<double>(gpu.blame_ns));
+  if (gpu.role == Role::kRoot)
+    t += " (" + gpu.culprit_class + "), blame " + duration(static_cast<double>(gpu.blame_ns));
   if (gpu.wait_ns) t += "\nwaited " + duration(static_cast<double>(gpu.wait_ns));
-  if (gpu.role == Role::kVictim && gpu.chain_depth) t += format("\n%d hops from its root (click: show the chain)", gpu.chain_depth);
+  if (gpu.role == Role::kVictim && gpu.chain_depth)
+    t += format("\n%d hops from its root (click: show the chain)", gpu.chain_depth);
   return t;
 }
 
 // The node boxes with their host names, drawn under the wires.
 void boxes(std::ostringstream& out, const Model& m, const Geometry& g) {
   for (const auto& [n, box] : g.boxes)
-    out << format("<g class=\"node-box\" data-node=\"%zu\"><rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                  "height=\"%.1f\" rx=\"6\"/><text class=\"host\" x=\"%.1f\" y=\"%.1f\">",
-                  n, box.first.x, box.first.y, box.second.x, box.second.y, box.first.x + kPad, box.first.y + 12.0)
+    out << format(
+               "<g class=\"node-box\" data-node=\"%zu\"><rect class=\"box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+               "height=\"%.1f\" rx=\"6\"/><text class=\"host\" x=\"%.1f\" y=\"%.1f\">",
+               n, box.first.x, box.first.y, box.second.x, box.second.y, box.first.x + kPad, box.first.y + 12.0)
         << escape(m.nodes[n].host) << "</text></g>\n";
 }
 
@@ -156,21 +161,22 @@ void cells(std::ostringstream& out, const Model& m, const Geometry& g) {
     for (std::size_t i : m.nodes[n].gpus) {
       const Gpu& gpu = m.gpus[i];
       const Point c = g.cells.at(i);
-      out << format("<g class=\"gpu role-%s\" id=\"gpu-%u\" data-pid=\"%u\" data-node=\"%zu\" data-cx=\"%.1f\" "
-                    "data-cy=\"%.1f\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" rx=\"3\" fill=\"%s\"/>",
-                    role_class(gpu.role), gpu.process_id, gpu.process_id, n, c.x + kCell / 2.0, c.y + kCell / 2.0, c.x,
-                    c.y, kCell, kCell, fill(gpu.role, gpu.wait_level).c_str());
-      const std::string label = gpu.short_label.size() > 4 ? gpu.short_label.substr(gpu.short_label.size() - 4) : gpu.short_label;
+      out << format(
+          "<g class=\"gpu role-%s\" id=\"gpu-%u\" data-pid=\"%u\" data-node=\"%zu\" data-cx=\"%.1f\" "
+          "data-cy=\"%.1f\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" rx=\"3\" fill=\"%s\"/>",
+          role_class(gpu.role), gpu.process_id, gpu.process_id, n, c.x + kCell / 2.0, c.y + kCell / 2.0, c.x, c.y,
+          kCell, kCell, fill(gpu.role, gpu.wait_level).c_str());
+      const std::string label =
+          gpu.short_label.size() > 4 ? gpu.short_label.substr(gpu.short_label.size() - 4) : gpu.short_label;
       out << format("<text%s x=\"%.1f\" y=\"%.1f\">", label.size() > 3 ? " class=\"long\"" : "", c.x + kCell / 2.0,
                     c.y + kCell / 2.0 + 3.5)
-          << escape(label)
-          << "</text><title>" << escape(gpu_title(gpu)) << "</title></g>\n";
+          << escape(label) << "</text><title>" << escape(gpu_title(gpu)) << "</title></g>\n";
     }
   }
 }
 
-std::string detailed_svg(const AnalysisResults& r, const Model& m, const std::vector<std::size_t>& nodes, const char* id,
-                         const char* label) {
+std::string detailed_svg(const AnalysisResults& r, const Model& m, const std::vector<std::size_t>& nodes,
+                         const char* id, const char* label) {
   const Geometry g = lay_out_boxes(m, nodes);
   std::ostringstream out;
   open_svg(out, id, g.width, g.height, kBoxScale, label);
@@ -211,12 +217,14 @@ std::string overview_svg(const Model& m) {
       roots += m.gpus[i].role == Role::kRoot;
       victims += m.gpus[i].role == Role::kVictim;
     }
-    out << format("<rect class=\"node-cell role-%s%s\" id=\"node-%zu\" data-node=\"%zu\" data-cx=\"%.1f\" data-cy=\"%.1f\" "
-                  "x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>",
-                  role_class(node.worst), hot[n] ? " hot" : "", n, n, c.x, c.y, c.x - kNodeCell / 2.0,
-                  c.y - kNodeCell / 2.0, kNodeCell, kNodeCell, fill(node.worst, node.wait_level).c_str())
-        << escape(node.host + ": " + plural(node.gpus.size(), "GPU", "GPUs") + ", " + std::to_string(roots) + " root, " +
-                  std::to_string(victims) + " victim (click: the chain of its most-waiting GPU)")
+    out << format(
+               "<rect class=\"node-cell role-%s%s\" id=\"node-%zu\" data-node=\"%zu\" data-cx=\"%.1f\" "
+               "data-cy=\"%.1f\" "
+               "x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>",
+               role_class(node.worst), hot[n] ? " hot" : "", n, n, c.x, c.y, c.x - kNodeCell / 2.0,
+               c.y - kNodeCell / 2.0, kNodeCell, kNodeCell, fill(node.worst, node.wait_level).c_str())
+        << escape(node.host + ": " + plural(node.gpus.size(), "GPU", "GPUs") + ", " + std::to_string(roots) +
+                  " root, " + std::to_string(victims) + " victim (click: the chain of its most-waiting GPU)")
         << "</title></rect>\n";
   }
   out << "</g>\n<g class=\"wires\">\n";
@@ -241,11 +249,12 @@ std::string render_map(const AnalysisResults& r, const Model& m) {
     for (std::size_t n = 0; n < all.size(); ++n) all[n] = n;
     return detailed_svg(r, m, all, "map", "the cluster: nodes, their GPUs and the network wires");
   }
-  std::string out = "<p class=\"hint\">" + plural(m.nodes.size(), "node", "nodes") +
-                    ": one cell each, in rows of " + std::to_string(kNodesPerRow) +
+  std::string out = "<p class=\"hint\">" + plural(m.nodes.size(), "node", "nodes") + ": one cell each, in rows of " +
+                    std::to_string(kNodesPerRow) +
                     "; only flagged wires are drawn. The hot spots below are drawn in full.</p>\n" + overview_svg(m);
   if (!m.hot_nodes.empty())
-    out += "<h3>Hot spots</h3>\n" + detailed_svg(r, m, m.hot_nodes, "map", "the nodes holding a root or a flagged wire");
+    out +=
+        "<h3>Hot spots</h3>\n" + detailed_svg(r, m, m.hot_nodes, "map", "the nodes holding a root or a flagged wire");
   return out;
 }
 

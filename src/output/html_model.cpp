@@ -32,12 +32,15 @@ double median(std::vector<double> v) {
   return m;
 }
 
-double per_step(uint64_t ns, uint64_t steps) { return steps ? static_cast<double>(ns) / static_cast<double>(steps) : 0; }
+double per_step(uint64_t ns, uint64_t steps) {
+  return steps ? static_cast<double>(ns) / static_cast<double>(steps) : 0;
+}
 
 // GPUs grouped into nodes by host, each node's GPUs in local order: global rank where an
 // input names it, else the rank in its widest communicator, else pid, else process id.
 void place_gpus(const AnalysisResults& r, const ProcessDirectory& dir, Model& m) {
-  std::map<std::string, std::vector<std::size_t>, bool (*)(const std::string&, const std::string&)> by_host(natural_less);
+  std::map<std::string, std::vector<std::size_t>, bool (*)(const std::string&, const std::string&)> by_host(
+      natural_less);
   m.gpus.resize(r.processes.size());
   for (std::size_t i = 0; i < r.processes.size(); ++i) {
     const ProcessRow& p = r.processes[i];
@@ -45,10 +48,10 @@ void place_gpus(const AnalysisResults& r, const ProcessDirectory& dir, Model& m)
     g.process_id = p.process_id;
     g.name = dir.name(p.process_id);
     const int32_t widest = dir.widest_rank(p.process_id);
-    g.short_label = p.rank >= 0 ? std::to_string(p.rank)
+    g.short_label = p.rank >= 0   ? std::to_string(p.rank)
                     : widest >= 0 ? std::to_string(widest)
-                    : p.pid >= 0 ? std::to_string(p.pid)
-                                 : std::to_string(p.process_id);
+                    : p.pid >= 0  ? std::to_string(p.pid)
+                                  : std::to_string(p.process_id);
     g.role = role_of(p);
     g.culprit_class = p.culprit_class;
     g.root = p.attributed_root;
@@ -120,18 +123,11 @@ uint64_t verdict_wait(const EdgeRow& e) {
 
 // The culprits' connections first, then the flagged ones, then the rest, each by its wait.
 void choose_table_edges(const AnalysisResults& r, Model& m) {
-  auto involved = [&](const EdgeRow& e) {
-    for (const CulpritRow& c : r.culprits)
-      if (e.src_process == c.process_id || e.dst_process == c.process_id ||
-          (c.peer_process_id >= 0 && (e.src_process == c.peer_process_id || e.dst_process == c.peer_process_id)))
-        return true;
-    return false;
-  };
   std::vector<std::tuple<int, uint64_t, std::size_t>> order;
   order.reserve(r.edges.size());
   for (std::size_t e = 0; e < r.edges.size(); ++e) {
     const EdgeRow& edge = r.edges[e];
-    const int rank = involved(edge) ? 0 : edge.verdict != "normal" ? 1 : 2;
+    const int rank = touches_culprit(r, edge) ? 0 : edge.verdict != "normal" ? 1 : 2;
     order.emplace_back(rank, ~verdict_wait(edge), e);
   }
   const std::size_t keep = std::min(order.size(), kMaxTableEdges);
@@ -166,21 +162,23 @@ std::string phase_sentence(const AnalysisResults& r, const CulpritRow& c, const 
     const auto peer = static_cast<uint32_t>(c.peer_process_id);
     return sentence(("The wire from " + dir.name(p) + " to " + dir.name(peer) + " (SendWait per MB)").c_str(),
                     [&](const EdgeRow& e) { return e.src_process == p && e.dst_process == peer; },
-                    [](const EdgeRow& e) { return e.bytes ? 1e6 * static_cast<double>(e.send_wait_ns) / static_cast<double>(e.bytes) : 0.0; },
+                    [](const EdgeRow& e) {
+                      return e.bytes ? 1e6 * static_cast<double>(e.send_wait_ns) / static_cast<double>(e.bytes) : 0.0;
+                    },
                     "per MB");
   }
   if (c.culprit_class == "gpu_producer")
-    return sentence("Its GPU kept its sends waiting for data (SendGpuWait)",
-                    [&](const EdgeRow& e) { return e.src_process == p; },
-                    [](const EdgeRow& e) { return per_step(e.send_gpu_wait_ns, e.send_steps); }, "per step");
+    return sentence(
+        "Its GPU kept its sends waiting for data (SendGpuWait)", [&](const EdgeRow& e) { return e.src_process == p; },
+        [](const EdgeRow& e) { return per_step(e.send_gpu_wait_ns, e.send_steps); }, "per step");
   if (c.culprit_class == "gpu_consumer")
-    return sentence("Its senders waited for its free buffers (SendPeerWait)",
-                    [&](const EdgeRow& e) { return e.dst_process == p; },
-                    [](const EdgeRow& e) { return per_step(e.send_peer_wait_ns, e.send_steps); }, "per step");
+    return sentence(
+        "Its senders waited for its free buffers (SendPeerWait)", [&](const EdgeRow& e) { return e.dst_process == p; },
+        [](const EdgeRow& e) { return per_step(e.send_peer_wait_ns, e.send_steps); }, "per step");
   if (c.culprit_class == "flush")
-    return sentence("Its receives waited for their flush (RecvFlushWait)",
-                    [&](const EdgeRow& e) { return e.dst_process == p; },
-                    [](const EdgeRow& e) { return per_step(e.recv_flush_wait_ns, e.recv_steps); }, "per step");
+    return sentence(
+        "Its receives waited for their flush (RecvFlushWait)", [&](const EdgeRow& e) { return e.dst_process == p; },
+        [](const EdgeRow& e) { return per_step(e.recv_flush_wait_ns, e.recv_steps); }, "per step");
   if (c.culprit_class == "hang") {
     std::vector<double> all, mine;
     for (const EdgeRow& e : r.edges) {
@@ -188,7 +186,7 @@ std::string phase_sentence(const AnalysisResults& r, const CulpritRow& c, const 
       all.push_back(steps);
       if (e.src_process == p || e.dst_process == p) mine.push_back(steps);
     }
-    if (mine.empty()) return "";  // named from dumps or snapshots: the notes say where it stopped
+    if (mine.empty()) return "";                 // named from dumps or snapshots: the notes say where it stopped
     if (median(mine) >= median(all)) return "";  // its stop shows in its peers' waits, not in its own steps
     return format("Its connections completed %.0f steps at the median, the job's connections %.0f.", median(mine),
                   median(all));
@@ -206,8 +204,8 @@ std::string wait_sentence(const AnalysisResults& r, const CulpritRow& c, const P
       victims.push_back(static_cast<double>(p.wait_ns));
   if (victims.empty() || (self->wait_ns == 0 && median(victims) == 0)) return "";  // no wait measured (dumps)
   return "It waited " + duration(static_cast<double>(self->wait_ns)) + " itself, while the " +
-         plural(victims.size(), "process", "processes") + " it holds back waited " +
-         duration(median(victims)) + " at the median.";
+         plural(victims.size(), "process", "processes") + " it holds back waited " + duration(median(victims)) +
+         " at the median.";
 }
 
 // The run notes that name it (a Flight Recorder verdict says there where the rank stopped).
@@ -240,7 +238,8 @@ void make_cards(const AnalysisResults& r, const ProcessDirectory& dir, Model& m)
     Card card;
     card.culprit = k;
     card.process_id = c.process_id;
-    card.name = dir.find(c.process_id) ? dir.name(c.process_id) : ProcessDirectory::host(c.host) + ":pid " + std::to_string(c.pid);
+    card.name = dir.find(c.process_id) ? dir.name(c.process_id)
+                                       : ProcessDirectory::host(c.host) + ":pid " + std::to_string(c.pid);
     card.culprit_class = c.culprit_class;
     if (c.peer_process_id >= 0) card.peer_name = dir.name(c.peer_process_id);
     card.blame_share = c.blame_share;
@@ -299,6 +298,14 @@ Model build_model(const AnalysisResults& r) {
   return m;
 }
 
+bool touches_culprit(const AnalysisResults& r, const EdgeRow& e) {
+  for (const CulpritRow& c : r.culprits)
+    if (e.src_process == c.process_id || e.dst_process == c.process_id ||
+        (c.peer_process_id >= 0 && (e.src_process == c.peer_process_id || e.dst_process == c.peer_process_id)))
+      return true;
+  return false;
+}
+
 int verdict_severity(const std::string& verdict) {
   if (verdict == "slow_link") return 4;
   if (verdict == "slow_flush") return 3;
@@ -323,12 +330,23 @@ std::string escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

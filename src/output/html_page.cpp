@@ -37,10 +37,10 @@ void page_header(const AnalysisResults& r, const html::Model& m, std::ostream& o
   if (m.cards.size() > 1) verdict += " and " + plural(m.cards.size() - 1, "more culprit", "more culprits");
   out << "<header><h1>nccl-culprit: " << escape(verdict) << "</h1><div class=\"run\">status " << escape(i.status)
       << " &middot; " << plural(static_cast<uint64_t>(std::max(i.processes, 0)), "process", "processes") << " on "
-      << plural(m.nodes.size(), "node", "nodes") << " &middot; " << i.analyzer_ranks << " analyzer ranks &middot; reduce "
-      << escape(i.reduce_path) << " &middot; seq window " << i.seq_window << " &middot; created "
-      << escape(i.created_utc) << " &middot; nccl-culprit " << escape(i.tool_version) << "<br>input: "
-      << escape(i.input) << "</div></header>\n<main>\n";
+      << plural(m.nodes.size(), "node", "nodes") << " &middot; " << i.analyzer_ranks
+      << " analyzer ranks &middot; reduce " << escape(i.reduce_path) << " &middot; seq window " << i.seq_window
+      << " &middot; created " << escape(i.created_utc) << " &middot; nccl-culprit " << escape(i.tool_version)
+      << "<br>input: " << escape(i.input) << "</div></header>\n<main>\n";
   if (i.status != "ok")
     out << "<p class=\"warning\" id=\"partial\">Status <b>" << escape(i.status)
         << "</b>: some node's data was missing or unreadable, so the verdict may be incomplete (see the notes).</p>\n";
@@ -51,10 +51,11 @@ void card(const AnalysisResults& r, const html::Card& c, std::ostream& out) {
       << escape(c.culprit_class) << "\"><h3>#" << c.culprit + 1 << " <span class=\"name\">" << escape(c.name)
       << "</span><span class=\"class\">" << escape(c.culprit_class) << "</span></h3>\n";
   if (!c.peer_name.empty()) out << "<div>link to <b>" << escape(c.peer_name) << "</b></div>\n";
-  out << "<dl><div><dt>blame</dt><dd>" << percent(c.blame_share) << "</dd></div><div><dt>of the job</dt><dd class=\"job-share\">"
-      << percent(c.job_share) << "</dd></div><div><dt>waited on it</dt><dd>"
-      << escape(html::duration(static_cast<double>(c.blame_ns))) << "</dd></div><div><dt>victims</dt><dd>" << c.victims
-      << "</dd></div><div><dt>score</dt><dd>" << format("%.2f", c.score) << "</dd></div></dl>\n<ul class=\"evidence\">\n";
+  out << "<dl><div><dt>blame</dt><dd>" << percent(c.blame_share)
+      << "</dd></div><div><dt>of the job</dt><dd class=\"job-share\">" << percent(c.job_share)
+      << "</dd></div><div><dt>waited on it</dt><dd>" << escape(html::duration(static_cast<double>(c.blame_ns)))
+      << "</dd></div><div><dt>victims</dt><dd>" << c.victims << "</dd></div><div><dt>score</dt><dd>"
+      << format("%.2f", c.score) << "</dd></div></dl>\n<ul class=\"evidence\">\n";
   for (const std::string& sentence : c.evidence) out << "<li>" << escape(sentence) << "</li>\n";
   out << "</ul>\n";
   if (!r.info.command.empty())
@@ -80,7 +81,8 @@ void legend(std::ostream& out) {
   out << "<div class=\"legend\"><span style=\"--c:#d62728\">root</span><span style=\"--c:rgb(240,150,100)\">victim "
          "(darker: waited longer)</span><span style=\"--c:#dce8d4\">healthy</span><span style=\"--c:#a3aeb9\">wire: "
          "normal</span><span style=\"--c:#3182bd\">late_data</span><span style=\"--c:#8e44ad\">no_credit</span><span "
-         "style=\"--c:#e67e22\">slow_flush</span><span style=\"--c:#d62728\">slow_link / culprit link (dashed)</span></div>\n";
+         "style=\"--c:#e67e22\">slow_flush</span><span style=\"--c:#d62728\">slow_link / culprit link "
+         "(dashed)</span></div>\n";
 }
 
 void chain_list(const AnalysisResults& r, const html::Model& m, std::ostream& out) {
@@ -106,7 +108,8 @@ void chain_list(const AnalysisResults& r, const html::Model& m, std::ostream& ou
 void cluster_map(const AnalysisResults& r, const html::Model& m, std::ostream& out) {
   out << "<section id=\"cluster\"><h2>Cluster map</h2>\n";
   legend(out);
-  out << "<p class=\"hint\">Hover for details. Click a GPU to highlight its chain of waits to its root; the dashed lines "
+  out << "<p class=\"hint\">Hover for details. Click a GPU to highlight its chain of waits to its root; the dashed "
+         "lines "
          "are the longest chain to each root.</p>\n<div id=\"chain-info\"></div>\n"
       << html::render_map(r, m);
   chain_list(r, m, out);
@@ -125,18 +128,18 @@ void connections(const AnalysisResults& r, const html::Model& m, std::ostream& o
                        m.table_edges.size(), r.edges.size())
               : plural(r.edges.size(), "connection", "connections") + ".")
       << " Phases are per step (send phases per send step, receive phases per receive step). Click a header to "
-         "sort.</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"edges\"><thead><tr><th class=\"t\">verdict</th>"
-         "<th class=\"t\">comm</th><th data-type=\"num\">ch</th><th class=\"t\">sender</th><th class=\"t\">receiver</th>"
+         "sort.</p>\n<div class=\"scroll\"><table class=\"sortable\" id=\"edges\"><thead><tr><th "
+         "class=\"t\">verdict</th>"
+         "<th class=\"t\">comm</th><th data-type=\"num\">ch</th><th class=\"t\">sender</th><th "
+         "class=\"t\">receiver</th>"
          "<th data-type=\"num\">steps</th><th data-type=\"num\">bytes</th><th data-type=\"num\">SendGpuWait</th>"
          "<th data-type=\"num\">SendPeerWait</th><th data-type=\"num\">SendWait</th><th data-type=\"num\">RecvWait</th>"
          "<th data-type=\"num\">RecvFlushWait</th><th data-type=\"num\">RecvGpuWait</th></tr></thead><tbody>\n";
   for (std::size_t e : m.table_edges) {
     const EdgeRow& edge = r.edges[e];
-    bool involved = false;
-    for (const CulpritRow& c : r.culprits)
-      involved = involved || edge.src_process == c.process_id || edge.dst_process == c.process_id;
-    out << "<tr class=\"v-" << escape(edge.verdict) << (involved ? " culprit-edge" : "") << "\"><td class=\"t verdict\">"
-        << escape(edge.verdict) << "</td><td class=\"t\">" << format("%016" PRIx64, edge.comm_hash) << "</td>";
+    out << "<tr class=\"v-" << escape(edge.verdict) << (html::touches_culprit(r, edge) ? " culprit-edge" : "")
+        << "\"><td class=\"t verdict\">" << escape(edge.verdict) << "</td><td class=\"t\">"
+        << format("%016" PRIx64, edge.comm_hash) << "</td>";
     edge_cell(out, edge.channel, std::to_string(edge.channel));
     out << "<td class=\"t\">" << escape(dir.name(edge.src_process)) << "</td><td class=\"t\">"
         << escape(dir.name(edge.dst_process)) << "</td>";
@@ -171,9 +174,11 @@ void inputs_and_notes(const AnalysisResults& r, std::ostream& out) {
   out << ".</p>\n";
   std::vector<const InputRow*> rows;
   for (const InputRow& in : r.inputs) rows.push_back(&in);
-  std::stable_sort(rows.begin(), rows.end(), [](const InputRow* a, const InputRow* b) { return a->rejected > b->rejected; });
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const InputRow* a, const InputRow* b) { return a->rejected > b->rejected; });
   if (rows.size() > kMaxInputRows) {
-    out << "<p class=\"hint\">The " << kMaxInputRows << " files with the most rejections are listed; all are in the results file.</p>\n";
+    out << "<p class=\"hint\">The " << kMaxInputRows
+        << " files with the most rejections are listed; all are in the results file.</p>\n";
     rows.resize(kMaxInputRows);
   }
   if (!rows.empty()) {
@@ -214,10 +219,11 @@ std::string script_data(const html::Model& m) {
     }
     focus.push_back(pick ? pick->process_id : 0);
   }
-  const nlohmann::json data = {{"ids", ids},       {"next", next},   {"node", node},
-                               {"names", names},   {"focus", focus}, {"defaults", m.default_chain_victims}};
+  const nlohmann::json data = {{"ids", ids},     {"next", next},   {"node", node},
+                               {"names", names}, {"focus", focus}, {"defaults", m.default_chain_victims}};
   std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 2)) text.replace(at, 2, "<\\/");
+  for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 2))
+    text.replace(at, 2, "<\\/");
   return text;
 }
 

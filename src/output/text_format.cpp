@@ -13,8 +13,7 @@ std::string format(const char* fmt, ...) {
   const int n = std::vsnprintf(buf, sizeof buf, fmt, args);
   va_end(args);
   if (n < 0) return {};
-  if (static_cast<std::size_t>(n) < sizeof buf)
-    return std::string(buf, static_cast<std::size_t>(n));
+  if (static_cast<std::size_t>(n) < sizeof buf) return std::string(buf, static_cast<std::size_t>(n));
   std::string out(static_cast<std::size_t>(n) + 1, '\0');
   va_start(args, fmt);
   std::vsnprintf(out.data(), out.size(), fmt, args);

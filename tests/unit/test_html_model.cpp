@@ -164,7 +164,7 @@ TEST(HtmlModel, LargeJobsAggregateAndKeepTheRootsNodeHot) {
   EXPECT_NE(svg.find("id=\"overview\""), std::string::npos);
   EXPECT_NE(svg.find("id=\"node-99\""), std::string::npos);
   EXPECT_NE(svg.find("class=\"gpu role-root\" id=\"gpu-150\""), std::string::npos);  // drawn in full as a hot spot
-  EXPECT_EQ(svg.find("id=\"gpu-0\""), std::string::npos);  // a cold node is one cell, no GPUs
+  EXPECT_EQ(svg.find("id=\"gpu-0\""), std::string::npos);                            // a cold node is one cell, no GPUs
 }
 
 TEST(HtmlMap, MarksTheRootAndTheCulpritLink) {
@@ -204,7 +204,8 @@ TEST(HtmlModel, HangCardQuotesTheNoteThatNamesIt) {
   c.process_id = 2;
   c.culprit_class = "hang";
   r.culprits = {c};
-  r.info.notes = {"flight recorder: rank 1 stopped issuing work", "flight recorder: rank 12 stopped completing work: x"};
+  r.info.notes = {"flight recorder: rank 1 stopped issuing work",
+                  "flight recorder: rank 12 stopped completing work: x"};
   const html::Model m = html::build_model(r);
   const std::vector<std::string>& e = m.cards[0].evidence;
   ASSERT_EQ(e.size(), 3u);  // class, the note, cost: no wait (nothing measured), no connection
