@@ -106,8 +106,6 @@ bool is_culprit_link(const AnalysisResults& r, uint32_t src, uint32_t dst) {
 
 // Wires between the GPUs of the drawn nodes: one per GPU pair and direction, its worst verdict.
 void gpu_wires(std::ostringstream& out, const char* svg, const AnalysisResults& r, const Model& m, const Geometry& g) {
-  std::unordered_map<uint32_t, std::size_t> row_of;
-  for (std::size_t i = 0; i < m.gpus.size(); ++i) row_of.emplace(m.gpus[i].process_id, i);
   struct Pair {
     std::string verdict = "normal";
     std::size_t connections = 0;
@@ -117,7 +115,7 @@ void gpu_wires(std::ostringstream& out, const char* svg, const AnalysisResults& 
     if (!g.boxes.count(w.node_a) || !g.boxes.count(w.node_b)) continue;
     for (std::size_t e : w.edges) {
       const EdgeRow& edge = r.edges[e];
-      Pair& p = pairs[{row_of.at(edge.src_process), row_of.at(edge.dst_process)}];
+      Pair& p = pairs[{m.gpu_of.at(edge.src_process), m.gpu_of.at(edge.dst_process)}];
       ++p.connections;
       if (verdict_severity(edge.verdict) > verdict_severity(p.verdict)) p.verdict = edge.verdict;
     }

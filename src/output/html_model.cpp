@@ -10,7 +10,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "output/chains.hpp"
 #include "output/process_directory.hpp"
 #include "output/text_format.hpp"
 
@@ -83,21 +82,38 @@ void place_gpus(const AnalysisResults& r, const ProcessDirectory& dir, Model& m)
     }
 }
 
-// Each victim's next hop from the /chains table (hop 1 of its chain).
-void link_chains(const ChainsByVictim& chains, const std::unordered_map<uint32_t, std::size_t>& row_of, Model& m) {
-  for (const auto& [victim, hops] : chains) {
-    auto it = row_of.find(victim);
-    if (it == row_of.end() || hops.size() < 2) continue;
-    m.gpus[it->second].next_hop = hops[1].process_id;
+// Each victim's next hop: hop 1 of its chain in the /chains table. Only those rows are read:
+// a ring's chains are as long as the ring, and the page needs one hop per GPU.
+void link_chains(const AnalysisResults& r, Model& m) {
+  for (const ChainRow& row : r.chains) {
+    if (row.hop != 1) continue;
+    if (auto it = m.gpu_of.find(row.victim); it != m.gpu_of.end()) m.gpus[it->second].next_hop = row.process_id;
   }
 }
 
-void collect_wires(const AnalysisResults& r, const std::unordered_map<uint32_t, std::size_t>& row_of, Model& m) {
+// Per culprit, the victim with the longest chain to it (either end of a link; ties: the
+// lowest id), from the process table's chain depths.
+void choose_default_chains(const AnalysisResults& r, Model& m) {
+  for (const CulpritRow& c : r.culprits) {
+    const Gpu* deepest = nullptr;
+    for (const Gpu& g : m.gpus) {
+      const bool to_it =
+          g.root == static_cast<int64_t>(c.process_id) || (c.peer_process_id >= 0 && g.root == c.peer_process_id);
+      if (to_it && g.process_id != static_cast<uint32_t>(g.root) && g.chain_depth >= 1 &&
+          (!deepest || g.chain_depth > deepest->chain_depth ||
+           (g.chain_depth == deepest->chain_depth && g.process_id < deepest->process_id)))
+        deepest = &g;
+    }
+    if (deepest) m.default_chain_victims.push_back(deepest->process_id);
+  }
+}
+
+void collect_wires(const AnalysisResults& r, Model& m) {
   std::map<std::pair<std::size_t, std::size_t>, Wire> wires;
   for (std::size_t e = 0; e < r.edges.size(); ++e) {
     const EdgeRow& edge = r.edges[e];
-    auto src = row_of.find(edge.src_process), dst = row_of.find(edge.dst_process);
-    if (src == row_of.end() || dst == row_of.end()) continue;
+    auto src = m.gpu_of.find(edge.src_process), dst = m.gpu_of.find(edge.dst_process);
+    if (src == m.gpu_of.end() || dst == m.gpu_of.end()) continue;
     const std::size_t a = m.gpus[src->second].node, b = m.gpus[dst->second].node;
     if (a == b) continue;  // inside one node: no network wire to draw
     Wire& w = wires[{std::min(a, b), std::max(a, b)}];
@@ -256,7 +272,7 @@ void make_cards(const AnalysisResults& r, const ProcessDirectory& dir, Model& m)
   }
 }
 
-void choose_hot_nodes(const AnalysisResults& r, const std::unordered_map<uint32_t, std::size_t>& row_of, Model& m) {
+void choose_hot_nodes(const AnalysisResults& r, Model& m) {
   std::vector<bool> hot(m.nodes.size(), false);
   auto add = [&](std::size_t node) {
     if (m.hot_nodes.size() < kMaxHotNodes && !hot[node]) {
@@ -267,7 +283,7 @@ void choose_hot_nodes(const AnalysisResults& r, const std::unordered_map<uint32_
   for (const CulpritRow& c : r.culprits)
     for (int64_t id : {static_cast<int64_t>(c.process_id), c.peer_process_id}) {
       if (id < 0) continue;
-      if (auto it = row_of.find(static_cast<uint32_t>(id)); it != row_of.end()) add(m.gpus[it->second].node);
+      if (auto it = m.gpu_of.find(static_cast<uint32_t>(id)); it != m.gpu_of.end()) add(m.gpus[it->second].node);
     }
   for (const Wire& w : m.wires)
     if (w.flagged) {
@@ -283,18 +299,14 @@ Model build_model(const AnalysisResults& r) {
   Model m;
   const ProcessDirectory dir(r);
   place_gpus(r, dir, m);
-  std::unordered_map<uint32_t, std::size_t> row_of;
-  for (std::size_t i = 0; i < m.gpus.size(); ++i) row_of.emplace(m.gpus[i].process_id, i);
-  const ChainsByVictim chains = chains_by_victim(r);
-  link_chains(chains, row_of, m);
-  collect_wires(r, row_of, m);
+  for (std::size_t i = 0; i < m.gpus.size(); ++i) m.gpu_of.emplace(m.gpus[i].process_id, i);
+  link_chains(r, m);
+  collect_wires(r, m);
   choose_table_edges(r, m);
   make_cards(r, dir, m);
-  for (const CulpritRow& c : r.culprits)
-    if (const std::vector<ChainRow>* longest = longest_chain_to(chains, c))
-      m.default_chain_victims.push_back(longest->front().victim);
+  choose_default_chains(r, m);
   m.aggregated = m.nodes.size() > kDetailedMapMaxNodes;
-  choose_hot_nodes(r, row_of, m);
+  choose_hot_nodes(r, m);
   return m;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/results.hpp"
@@ -65,14 +66,15 @@ struct Card {
 };
 
 struct Model {
-  std::vector<Gpu> gpus;                        // one per process row
-  std::vector<Node> nodes;                      // in host order (natural: node2 before node10)
-  std::vector<Wire> wires;                      // network wires between nodes
-  std::vector<Card> cards;                      // most blame first
-  std::vector<std::size_t> table_edges;         // indices into results.edges, in table order
-  std::vector<uint32_t> default_chain_victims;  // per culprit: the victim with the longest chain
-  std::vector<std::size_t> hot_nodes;           // nodes that hold a root or a flagged wire's end
-  bool aggregated = false;                      // the map draws nodes as cells (more than kDetailedMapMaxNodes)
+  std::unordered_map<uint32_t, std::size_t> gpu_of;  // process id -> index into gpus
+  std::vector<Gpu> gpus;                             // one per process row
+  std::vector<Node> nodes;                           // in host order (natural: node2 before node10)
+  std::vector<Wire> wires;                           // network wires between nodes
+  std::vector<Card> cards;                           // most blame first
+  std::vector<std::size_t> table_edges;              // indices into results.edges, in table order
+  std::vector<uint32_t> default_chain_victims;       // per culprit: the victim with the longest chain
+  std::vector<std::size_t> hot_nodes;                // nodes that hold a root or a flagged wire's end
+  bool aggregated = false;                           // the map draws nodes as cells (more than kDetailedMapMaxNodes)
   uint64_t max_wait_ns = 0;
 };
 

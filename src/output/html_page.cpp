@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "output/atomic_file.hpp"
 #include "output/html_assets.hpp"
@@ -87,8 +86,6 @@ void legend(std::ostream& out) {
 
 void chain_list(const AnalysisResults& r, const html::Model& m, std::ostream& out) {
   const ProcessDirectory dir(r);
-  std::unordered_map<int64_t, std::size_t> row_of;
-  for (std::size_t i = 0; i < m.gpus.size(); ++i) row_of.emplace(m.gpus[i].process_id, i);
   out << "<h3>Longest chain to each root</h3><ul class=\"chains\">\n";
   for (std::size_t k = 0; k < m.default_chain_victims.size(); ++k) {
     const uint32_t victim = m.default_chain_victims[k];
@@ -96,8 +93,8 @@ void chain_list(const AnalysisResults& r, const html::Model& m, std::ostream& ou
     int64_t at = victim;
     for (std::size_t hops = 0; at >= 0 && hops <= m.gpus.size(); ++hops) {
       names += (hops ? " \u2192 " : "") + dir.name(at);
-      const auto it = row_of.find(at);
-      at = it == row_of.end() ? -1 : m.gpus[it->second].next_hop;
+      const auto it = m.gpu_of.find(static_cast<uint32_t>(at));
+      at = it == m.gpu_of.end() ? -1 : m.gpus[it->second].next_hop;
     }
     out << "<li data-chain-victim=\"" << victim << "\">" << escape(names) << " (root)</li>\n";
   }

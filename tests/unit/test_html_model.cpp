@@ -44,6 +44,9 @@ AnalysisResults two_nodes_with_a_slow_link() {
                  process(2, "node2", 100, "victim"), process(3, "node10", 400, "culprit")};
   r.processes[3].culprit_class = "network_link";
   for (uint32_t v : {0u, 1u, 2u}) r.processes[v].attributed_root = 3;
+  r.processes[0].chain_depth = 1;  // as the chains below: 0 -> 3, 1 -> 2 -> 3, 2 -> 3
+  r.processes[1].chain_depth = 2;
+  r.processes[2].chain_depth = 1;
   r.comm_ranks = {{7, 2, 4, 0}, {7, 1, 4, 1}, {7, 0, 4, 2}, {7, 3, 4, 3}};
   r.edges = {edge(3, 0, "slow_link", 40000), edge(2, 3, "late_data"), edge(1, 2), edge(0, 1, "normal", 1000)};
   CulpritRow c;
