@@ -59,9 +59,9 @@ struct KeyDecomposer {
   }
 };
 
-// The eighteen values of an EdgeSummary, in its field order after the key: sums, except
+// The nineteen values of an EdgeSummary, in its field order after the key: sums, except
 // slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that know it.
-constexpr int kSumCount = 18;
+constexpr int kSumCount = 19;
 constexpr int kMinSlot = 16;
 struct Sums {
   uint64_t v[kSumCount];
@@ -106,6 +106,7 @@ struct Contribution {
         s.v[14] = r.send_wait_min_ns;  // send_wait_min_sum_ns
         s.v[15] = 1;                   // send_wait_min_ops
       }
+      s.v[18] = r.wire_queued_steps;  // send_wire_queued_steps
     } else {
       s.v[3] = r.phase_ns[3];
       s.v[4] = r.phase_ns[4];

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "analysis/receiver_peers.hpp"
+#include "analysis/saturated_wires.hpp"
 #include "analysis/slow_wire.hpp"
 
 namespace culprit {
@@ -30,7 +31,7 @@ std::map<uint64_t, double> low_recv_wait_of(const std::vector<EdgeView>& views) 
 }
 
 void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& receivers,
-                  double low_recv_wait, const AttributionConfig& cfg) {
+                  double low_recv_wait, const SaturatedWireJudgement& saturated, const AttributionConfig& cfg) {
   for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
     bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
     if (!present) continue;
@@ -52,7 +53,14 @@ void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& r
     double late = f.view.step_ns[kRecvWait] - low_recv_wait;
     if (late > floor) f.late_data_ns = late;
   }
+  // A saturated wire is also judged against its saturated peers (saturated_wires.hpp); the
+  // stronger of the two verdicts stands.
   WireJudgement wire = judge_wire(f.view, base, cfg);
+  if (saturated.judged && saturated.margin > wire.margin) {
+    wire.slow = saturated.slow;
+    wire.margin = saturated.margin;
+    wire.excess_per_step_ns = saturated.excess_per_step_ns;
+  }
   f.slow_link = wire.slow;
   f.link_excess_ns = wire.excess_per_step_ns;
   f.link_margin = wire.margin;
@@ -99,6 +107,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   views.reserve(obs.edges.size());
   for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
   out.baselines = baselines_of(views);
+  const std::vector<SaturatedWireJudgement> saturated = judge_saturated_wires(views, {.abs_floor_ns = cfg.abs_floor_ns});
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   std::map<uint64_t, int32_t> p2p_sizes;
   for (const auto& [comm, size] : context.n_ranks())
@@ -112,7 +121,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.src = context.process_of(k.comm_hash, k.src_rank);
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
-    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], cfg);
+    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], saturated[i], cfg);
   }
   note_missing_halves(out.edges, context, out.notes);
   return out;

@@ -32,8 +32,12 @@ EdgeView view_of(const EdgeSummary& e) {
   }
   v.send_cycle_ns = v.step_ns[kSendGpuWait] + v.step_ns[kSendPeerWait] + v.step_ns[kSendWait];
   v.recv_cycle_ns = v.step_ns[kRecvWait] + v.step_ns[kRecvFlushWait] + v.step_ns[kRecvGpuWait];
-  if (e.send_wire_steps)
+  if (e.send_wire_steps) {
     v.wire_ns = static_cast<double>(e.send_wire_busy_ns) / static_cast<double>(e.send_wire_steps);
+    v.wire_saturated = static_cast<double>(e.send_wire_queued_steps) >=
+                           kSaturatedShare * static_cast<double>(e.send_wire_steps) &&
+                       v.step_ns[kSendWait] >= kSaturatedDepth * v.wire_ns;
+  }
   if (e.send_wait_min_ops)
     v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
   if (e.recv_gpu_wait_min_ops) v.consume_min_ns = static_cast<double>(e.recv_gpu_wait_min_ns);

@@ -61,6 +61,13 @@ double low_reference(const Robust& r);
 double high_reference(const Robust& r);
 
 // Per-step view of one connection.
+// The share of a send's steps that must have queued behind the previous one for its wire to
+// count as saturated. A wire paced by its sender's data queues only the steps that jitter
+// brings early (about half, where the pace is near the latency plus a transfer), and
+// those steps' spacing mixes the pace into the transfer time.
+constexpr double kSaturatedShare = 0.9;
+constexpr double kSaturatedDepth = 2.0;
+
 struct EdgeView {
   const EdgeSummary* edge = nullptr;
   bool has_send = false, has_recv = false;
@@ -72,6 +79,10 @@ struct EdgeView {
   double wire_ns = 0;
   // Mean over send ops of their shortest step SendWait (0 when unknown).
   double send_wait_min_ns = 0;
+  // Nearly every step of its sends queued behind the previous one (kSaturatedShare): the
+  // wire never waited for the sender, so its busy time per step is one transfer, with no
+  // latency in it. Where steps found the wire idle, wire_ns also holds the latency.
+  bool wire_saturated = false;
   // Shortest single-step RecvGpuWait over the window's receive ops, where the input times
   // steps (unknown for probing's sums).
   std::optional<double> consume_min_ns;

@@ -56,7 +56,10 @@ struct ProxyOpRecord {
   // blank): the record is kept whatever the sequence window, as p2p records are.
   uint8_t seq_unknown = 0;
   uint8_t has_recv_gpu_wait_min = 0;
-  uint8_t pad_[4] = {0, 0, 0, 0};
+  // Of the wire_steps, those whose SendWait began before the previous send had completed:
+  // queued behind it, so the wire's time on them is one transfer, free of latency. A wire
+  // that queues nearly every step is saturated: its busy time per step is its transfer time.
+  uint32_t wire_queued_steps = 0;
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
@@ -160,6 +163,8 @@ struct EdgeSummary {
   // their count (0: unknown, and then the minimum is 0).
   uint64_t recv_gpu_wait_min_ns = 0;
   uint64_t recv_gpu_wait_min_ops = 0;
+  // ProxyOpRecord::wire_queued_steps summed (of send_wire_steps).
+  uint64_t send_wire_queued_steps = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

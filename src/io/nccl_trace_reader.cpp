@@ -632,7 +632,11 @@ class TraceParser {
       for (const auto& iv : wire_) clip = std::min(clip, iv.second);
       std::sort(wire_.begin(), wire_.end());
       int64_t busy = 0, from = clip, to = clip;
+      uint32_t queued = 0;
+      bool first = true;  // the first completion carries no wire time of its own
       for (auto [b, e] : wire_) {
+        if (!first && b < to) ++queued;  // began before the previous send had completed
+        first = false;
         b = std::max(b, clip);
         if (e <= b) continue;
         if (b > to) {
@@ -644,6 +648,7 @@ class TraceParser {
       busy += to - from;
       r.send_wire_busy_ns = static_cast<uint64_t>(busy);
       r.wire_steps = static_cast<uint32_t>(wire_.size() - 1);
+      r.wire_queued_steps = queued;
     }
     wire_.clear();
     if (r.steps == 0) {

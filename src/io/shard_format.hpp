@@ -7,8 +7,8 @@
 //   Header        4096 bytes: magic, version, geometry, identity, live counters
 //   CommEntry[]   comm_capacity x 64: one per profiler context (communicator x rank)
 //   CollEntry[]   coll_capacity x 72: the newest collectives / p2p calls, slot reused round-robin
-//   OpRecord[]    inflight_capacity x 224: ProxyOps in flight (slot = the plugin's op slot)
-//   OpRecord[]    ring_capacity x 224: completed ProxyOps, a ring (slot = index % capacity)
+//   OpRecord[]    inflight_capacity x 232: ProxyOps in flight (slot = the plugin's op slot)
+//   OpRecord[]    ring_capacity x 232: completed ProxyOps, a ring (slot = index % capacity)
 //
 // Every entry starts with a 64-bit sequence lock: odd while its writer is inside, even when
 // stable; a reader copies the entry between two equal even reads of the lock. A writer killed
@@ -170,10 +170,14 @@ struct OpRecord {
   // wire_busy_ns: a send's time its SendWait intervals cover after the first step completed
   // (sends complete in order on one connection, so the intervals are added as they finish).
   // Its steps after the first carry that time.
+  // wire_queued_steps: of those steps, the ones whose SendWait began before the previous
+  // send had completed (queued behind it).
   uint32_t shortest_step_ns;
   uint64_t wire_busy_ns;
+  uint32_t wire_queued_steps;
+  uint32_t reserved_;
 };
-static_assert(sizeof(OpRecord) == 224);
+static_assert(sizeof(OpRecord) == 232);
 static_assert(sizeof(OpRecord) % 8 == 0 && sizeof(CollEntry) % 8 == 0 &&
               sizeof(CommEntry) % 8 == 0);
 

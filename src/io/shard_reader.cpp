@@ -298,6 +298,7 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
       o.send_wait_min_ns = r.shortest_step_ns;
       o.send_wire_busy_ns = r.wire_busy_ns;
       o.wire_steps = r.steps >= 2 ? r.steps - 1 : 0;  // every step after the first
+      o.wire_queued_steps = std::min(r.wire_queued_steps, o.wire_steps);
     }
     o.steps = steps;
     o.is_send = (r.flags & kOpSend) ? 1 : 0;

@@ -57,7 +57,8 @@ inline void note_shortest_step(shard::OpRecord& r, uint64_t duration_ns) {
 
 // The wire of a send: its shortest SendWait, and the time SendWait intervals cover after the
 // first completion (queued sends overlap; the intervals of one connection begin and end in
-// order, so each adds what lies beyond the latest end so far).
+// order, so each adds what lies beyond the latest end so far), and how many of those
+// intervals began before that latest end (queued: the wire's time on them is one transfer).
 inline void note_send_wait(OpState* op, uint64_t begin, uint64_t end) {
   shard::OpRecord& r = op->rec;
   if (end <= begin) return;
@@ -67,6 +68,7 @@ inline void note_send_wait(OpState* op, uint64_t begin, uint64_t end) {
     return;
   }
   const uint64_t from = std::max(begin, op->wire_covered_ns);
+  if (begin < op->wire_covered_ns) ++r.wire_queued_steps;  // queued behind the previous send
   if (end > from) r.wire_busy_ns += end - from;
   op->wire_covered_ns = std::max(op->wire_covered_ns, end);
 }

@@ -84,6 +84,7 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
     s.send_bytes = saturating_add(s.send_bytes, r.bytes);
     s.send_wire_busy_ns = saturating_add(s.send_wire_busy_ns, r.send_wire_busy_ns);
     s.send_wire_steps = saturating_add(s.send_wire_steps, r.wire_steps);
+    s.send_wire_queued_steps = saturating_add(s.send_wire_queued_steps, r.wire_queued_steps);
     if (r.send_wait_min_ns) {
       s.send_wait_min_sum_ns = saturating_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
       s.send_wait_min_ops = saturating_add(s.send_wait_min_ops, 1);
@@ -113,6 +114,7 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.recv_bytes = saturating_add(into.recv_bytes, s.recv_bytes);
   into.send_wire_busy_ns = saturating_add(into.send_wire_busy_ns, s.send_wire_busy_ns);
   into.send_wire_steps = saturating_add(into.send_wire_steps, s.send_wire_steps);
+  into.send_wire_queued_steps = saturating_add(into.send_wire_queued_steps, s.send_wire_queued_steps);
   into.send_wait_min_sum_ns = saturating_add(into.send_wait_min_sum_ns, s.send_wait_min_sum_ns);
   into.send_wait_min_ops = saturating_add(into.send_wait_min_ops, s.send_wait_min_ops);
   into.recv_gpu_wait_min_ns = min_of_known(into.recv_gpu_wait_min_ns, into.recv_gpu_wait_min_ops,

@@ -54,6 +54,7 @@ inline std::vector<ProxyOpRecord> random_records(const GenOptions& o) {
       r.steps = static_cast<uint32_t>(uni(UINT32_MAX - 1000, UINT32_MAX));
       r.send_wire_busy_ns = uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX);
       r.wire_steps = static_cast<uint32_t>(uni(UINT32_MAX - 1000, UINT32_MAX));
+      r.wire_queued_steps = static_cast<uint32_t>(uni(UINT32_MAX - 1000, UINT32_MAX));
       r.send_wait_min_ns = uni(0, 1) ? uni(UINT64_MAX - (UINT64_MAX >> 3), UINT64_MAX) : 0;
     } else {
       for (auto& p : r.phase_ns) p = uni(0, o.max_phase);
@@ -61,11 +62,13 @@ inline std::vector<ProxyOpRecord> random_records(const GenOptions& o) {
       r.steps = static_cast<uint32_t>(uni(0, o.max_steps));
       r.send_wire_busy_ns = uni(0, o.max_phase);
       r.wire_steps = static_cast<uint32_t>(uni(0, o.max_steps));
+      r.wire_queued_steps = static_cast<uint32_t>(uni(0, r.wire_steps));
       r.send_wait_min_ns = uni(0, 1) ? uni(1, o.max_phase) : 0;  // 0: unknown (probing exports)
     }
     if (!r.is_send) {  // a receive has no wire of its own, and may know its shortest consume
       r.send_wire_busy_ns = 0;
       r.wire_steps = 0;
+      r.wire_queued_steps = 0;
       r.send_wait_min_ns = 0;
       r.has_recv_gpu_wait_min = static_cast<uint8_t>(uni(0, 1));
       // 0 is a valid shortest step; unknown ones carry garbage the reduction must ignore.
@@ -116,6 +119,7 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
     if (r.is_send) {
       clamp_add(s.send_wire_busy_ns, r.send_wire_busy_ns);
       clamp_add(s.send_wire_steps, r.wire_steps);
+      clamp_add(s.send_wire_queued_steps, r.wire_queued_steps);
       if (r.send_wait_min_ns) {
         clamp_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
         clamp_add(s.send_wait_min_ops, 1);

@@ -228,6 +228,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_EQ(r.phase_ns[3] + r.phase_ns[4] + r.phase_ns[5], 0u);
   EXPECT_EQ(r.shortest_step_ns, 100u);  // step 1's SendWait
   EXPECT_EQ(r.wire_busy_ns, 100u);      // after step 0 completed at 6000: 7000..7100
+  EXPECT_EQ(r.wire_queued_steps, 0u);   // step 1 began after step 0 had completed
   for (int k = 0; k < 2; ++k) {
     const OpRecord& p = s.completed[1 + k];
     EXPECT_EQ(p.flags & (shard::kOpP2p | shard::kOpSend), shard::kOpP2p | shard::kOpSend);

@@ -128,6 +128,7 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   // Wire time after the first completion (140us): step 1's SendWait, 143-163us.
   EXPECT_EQ(send->wire_steps, 1u);
   EXPECT_EQ(send->send_wire_busy_ns, 20000u);
+  EXPECT_EQ(send->wire_queued_steps, 0u);  // step 1 found the wire idle
   EXPECT_EQ(send->send_wait_min_ns, 20000u);
   EXPECT_EQ(recv->wire_steps, 0u);
   EXPECT_EQ(recv->send_wait_min_ns, 0u);
@@ -177,6 +178,7 @@ TEST(TraceReader, WireTimeOfQueuedSendsIsTheirUnionAfterTheFirstCompletion) {
   EXPECT_EQ(send->phase_ns[kSendWait], 20000u + 38000u);  // 120-140 and 125-163
   EXPECT_EQ(send->wire_steps, 1u);
   EXPECT_EQ(send->send_wire_busy_ns, 23000u);  // 140-163: one transfer after the first
+  EXPECT_EQ(send->wire_queued_steps, 1u);       // step 1 began before step 0 completed
   EXPECT_EQ(send->send_wait_min_ns, 20000u);
 }
 

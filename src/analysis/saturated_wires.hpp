@@ -1,0 +1,64 @@
+// Signal of the connection facts pass: a saturated wire that moves a chunk more slowly than
+// the other links of its communicator.
+//
+// Physics: a wire whose sends queue behind each other at nearly every step (EdgeView::
+// wire_saturated) never waited for its sender, so its busy time per step is the time it takes
+// to move one chunk, free of latency. A slow link is the bottleneck of its flow, so its queue
+// fills and it is saturated; a healthy link of a flow paced by something else is not, and its
+// busy time holds latency as well. So saturated wires are compared with saturated wires,
+// each link once (its channels share its NICs and route: one sample of how links differ),
+// in logs:
+//   - departure: the link's median log transfer time over its channels minus the median of
+//     the communicator's saturated links;
+//   - noise of that departure: the spread of a link's channels around their median, pooled
+//     over the communicator's links, over the square root of its channel count;
+//   - spread between healthy links (NICs, cables and switch ports differ a little for good):
+//     the variance at which the departures look like draws of one normal law (chi-square
+//     median, robust to the slow link itself), combined with a prior for communicators of few
+//     links, as for GPUs (own_work_stragglers.hpp);
+//   - verdict: a Student t critical value at a family-wise false alarm rate over every link
+//     judged in the job, so that few links need a larger departure than many.
+// The link must also be slower by min_ratio: a link less than 5 % slower cannot cost the job
+// 5 %. Every wire is also judged by slow_wire.hpp's tests (busy time and shortest send against
+// all wires of the communicator); the stronger verdict stands.
+//
+// Not used, on purpose: the busy time of unsaturated wires as an upper bound of transfer time
+// for a communicator with few saturated links. It holds latency, but the wires that saturate
+// are, by selection, the slowest of the healthy ones too: where links differ by 10 %, the
+// naturally slowest saturates, and against the unsaturated ones it looked slow (5 false
+// culprits in the sweep, seed 12).
+//
+// What it cannot tell apart: a link slower by fault from one slower by nature (a link of a
+// communicator whose links differ by 10 % must be about 1.5x slower to be named).
+#pragma once
+
+#include <vector>
+
+#include "analysis/edge_stats.hpp"
+
+namespace culprit {
+
+struct SaturatedWireConfig {
+  double false_alarm = 1e-3;  // chance that a healthy job shows any slow saturated wire
+  double prior_sigma = 0.05;  // links of one model differ by a few percent
+  double prior_df = 4;
+  double min_ratio = 1.05;    // slower than this times its peers' transfer to matter
+  double abs_floor_ns = 2000.0;  // excess per step, as AttributionConfig::abs_floor_ns
+};
+
+// Saturated links needed to measure their spread between each other.
+inline constexpr size_t kMinLinks = 3;
+
+struct SaturatedWireJudgement {
+  bool judged = false;  // a saturated wire, judged here (else slow_wire's tests apply)
+  bool slow = false;
+  double margin = 0;               // how many times the tightest of its guards it clears
+  double excess_per_step_ns = 0;   // its busy time per step above its peers' transfer time
+};
+
+// One judgement per view (same order); `judged` where the view is a saturated wire of a
+// communicator with kMinLinks or more saturated links.
+std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
+                                                          const SaturatedWireConfig& config = {});
+
+}  // namespace culprit
