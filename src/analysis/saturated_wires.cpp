@@ -47,7 +47,9 @@ void measure_links(LinksOfComm& links, const std::vector<EdgeView>& views) {
   }
   const double sigma = deviations.empty() ? 0.0 : kMadToSigma * median_of(deviations);
   for (auto& [key, link] : links) {
-    const double se = kMedianEfficiency * sigma / std::sqrt(static_cast<double>(link.views.size()));
+    const size_t n = link.views.size();
+    // A median of one or two channels is their mean.
+    const double se = (n <= 2 ? 1.0 : kMedianEfficiency) * sigma / std::sqrt(static_cast<double>(n));
     link.noise_var = se * se;
   }
 }

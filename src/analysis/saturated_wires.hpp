@@ -40,7 +40,7 @@ namespace culprit {
 
 struct SaturatedWireConfig {
   double false_alarm = 1e-3;  // chance that a healthy job shows any slow saturated wire
-  double prior_sigma = 0.05;  // links of one model differ by a few percent
+  double prior_sigma = 0.1;   // links of one model differ by a few percent, cables and ports more
   double prior_df = 4;
   double min_ratio = 1.05;    // slower than this times its peers' transfer to matter
   double abs_floor_ns = 2000.0;  // excess per step, as AttributionConfig::abs_floor_ns
