@@ -91,6 +91,16 @@ void note_missing_halves(const std::vector<EdgeFacts>& facts, const ProcessConte
                     " connection(s) seen from one end only: the other end has no data at all");
 }
 
+// The send/recv communicators of one size are the same stages of replicated pipelines and
+// carry the same messages, so their wires are compared together (a pair of ranks has two
+// links, too few to compare alone); each maps to the first of its size.
+WireGroups wire_groups_of(const std::map<uint64_t, int32_t>& p2p_sizes) {
+  WireGroups groups;
+  std::map<int32_t, uint64_t> first_of_size;
+  for (const auto& [comm, size] : p2p_sizes) groups[comm] = first_of_size.emplace(size, comm).first->second;
+  return groups;
+}
+
 }  // namespace
 
 EdgeVerdict verdict_of(const EdgeFacts& f) {
@@ -106,12 +116,14 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   std::vector<EdgeView> views;
   views.reserve(obs.edges.size());
   for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
-  out.baselines = baselines_of(views);
-  const std::vector<SaturatedWireJudgement> saturated = judge_saturated_wires(views, {.abs_floor_ns = cfg.abs_floor_ns});
-  std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   std::map<uint64_t, int32_t> p2p_sizes;
   for (const auto& [comm, size] : context.n_ranks())
     if (!context.is_collective(comm)) p2p_sizes[comm] = size;
+  const WireGroups wire_groups = wire_groups_of(p2p_sizes);
+  out.baselines = baselines_of(views, wire_groups);
+  const std::vector<SaturatedWireJudgement> saturated =
+      judge_saturated_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns});
+  std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   ReceiverPeers receivers(views, cfg, p2p_sizes);
   out.edges.resize(obs.edges.size());
   for (size_t i = 0; i < obs.edges.size(); ++i) {

@@ -44,9 +44,26 @@ EdgeView view_of(const EdgeSummary& e) {
   return v;
 }
 
-std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views) {
-  std::map<uint64_t, std::vector<const EdgeView*>> by_comm;
-  for (const EdgeView& v : views) by_comm[v.edge->key.comm_hash].push_back(&v);
+uint64_t wire_group_of(uint64_t comm, const WireGroups& groups) {
+  auto it = groups.find(comm);
+  return it == groups.end() ? comm : it->second;
+}
+
+std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views, const WireGroups& wire_groups) {
+  std::map<uint64_t, std::vector<const EdgeView*>> by_comm, by_wire_group;
+  for (const EdgeView& v : views) {
+    by_comm[v.edge->key.comm_hash].push_back(&v);
+    by_wire_group[wire_group_of(v.edge->key.comm_hash, wire_groups)].push_back(&v);
+  }
+  std::map<uint64_t, std::pair<Robust, Robust>> wires;  // per wire group: busy time, shortest send
+  for (const auto& [group, members] : by_wire_group) {
+    std::vector<double> wire, shortest;
+    for (const EdgeView* v : members) {
+      if (v->wire_ns > 0) wire.push_back(v->wire_ns);
+      if (v->send_wait_min_ns > 0) shortest.push_back(v->send_wait_min_ns);
+    }
+    wires[group] = {robust_of(std::move(wire)), robust_of(std::move(shortest))};
+  }
   std::map<uint64_t, CommBaseline> out;
   for (auto& [comm, members] : by_comm) {
     CommBaseline b;
@@ -57,14 +74,7 @@ std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views
         if (send_phase ? v->has_send : v->has_recv) values.push_back(v->step_ns[p]);
       b.phase[p] = robust_of(std::move(values));
     }
-    std::vector<double> wire;
-    for (const EdgeView* v : members)
-      if (v->wire_ns > 0) wire.push_back(v->wire_ns);
-    b.wire = robust_of(std::move(wire));
-    std::vector<double> shortest;
-    for (const EdgeView* v : members)
-      if (v->send_wait_min_ns > 0) shortest.push_back(v->send_wait_min_ns);
-    b.send_wait_min = robust_of(std::move(shortest));
+    std::tie(b.wire, b.send_wait_min) = wires[wire_group_of(comm, wire_groups)];
     std::vector<double> cycles, ops;
     for (const EdgeView* v : members) {
       cycles.push_back(std::max(v->send_cycle_ns, v->recv_cycle_ns));

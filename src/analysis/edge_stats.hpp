@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <optional>
 #include <vector>
 
@@ -99,11 +100,19 @@ struct CommBaseline {
   // step cycle when no connection has its send half.
   double cycle_ns = 0;
   double op_ns = 0;           // median time of one proxy op (a collective's share)
-  Robust wire;                // wire time per step, over the connections where it is known
+  Robust wire;                // wire time per step, over its wire group's connections where known
   Robust send_wait_min;       // shortest step SendWait, likewise
 };
 
-std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views);
+// Communicators whose wires carry the same traffic and are compared with each other: each
+// communicator is mapped to a representative (absent: itself). The send/recv communicators of
+// one size in a job are the same stages of replicated pipelines, and one of two ranks has only
+// two links, too few to compare (wire_groups_of, connection_facts.cpp).
+using WireGroups = std::map<uint64_t, uint64_t>;
+uint64_t wire_group_of(uint64_t comm, const WireGroups& groups);
+
+// Per communicator; the wire baselines (wire, send_wait_min) over its wire group.
+std::map<uint64_t, CommBaseline> baselines_of(const std::vector<EdgeView>& views, const WireGroups& wire_groups = {});
 
 // An excess that cleared its guards: its size, and its margin, how many times the largest of
 // its guards it is (> 1; the score's evidence, blame.hpp). Both 0 when it did not clear them.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "analysis/robust_stats.hpp"
@@ -14,22 +15,23 @@ namespace {
 constexpr double kMadToSigma = 1.4826;
 constexpr double kMedianEfficiency = 1.2533;  // the standard error of a median over a mean's
 
-// One link of a communicator (sender, receiver) and its saturated channels.
+// One link (communicator, sender, receiver) and its saturated channels.
 struct Link {
   std::vector<size_t> views;
   double log_transfer = 0;  // median over its channels of the log busy time per step
   double noise_var = 0;     // of that median
 };
 
-using LinksOfComm = std::map<std::pair<int32_t, int32_t>, Link>;
+using LinksOfComm = std::map<std::tuple<uint64_t, int32_t, int32_t>, Link>;
 
-std::map<uint64_t, LinksOfComm> saturated_links_of(const std::vector<EdgeView>& views) {
+// The saturated links of each wire group (edge_stats.hpp).
+std::map<uint64_t, LinksOfComm> saturated_links_of(const std::vector<EdgeView>& views, const WireGroups& groups) {
   std::map<uint64_t, LinksOfComm> out;
   for (size_t i = 0; i < views.size(); ++i) {
     const EdgeView& v = views[i];
     if (!(v.wire_ns > 0) || !v.wire_saturated) continue;
     const EdgeKey& k = v.edge->key;
-    out[k.comm_hash][{k.src_rank, k.dst_rank}].views.push_back(i);
+    out[wire_group_of(k.comm_hash, groups)][{k.comm_hash, k.src_rank, k.dst_rank}].views.push_back(i);
   }
   return out;
 }
@@ -102,9 +104,10 @@ void judge_links(const LinksOfComm& links, const std::vector<EdgeView>& views, d
 }  // namespace
 
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
+                                                          const WireGroups& groups,
                                                           const SaturatedWireConfig& config) {
   std::vector<SaturatedWireJudgement> out(views.size());
-  std::map<uint64_t, LinksOfComm> comms = saturated_links_of(views);
+  std::map<uint64_t, LinksOfComm> comms = saturated_links_of(views, groups);
   std::erase_if(comms, [](const auto& comm) { return comm.second.size() < kMinLinks; });
   size_t judged_links = 0;
   for (auto& [comm, links] : comms) {

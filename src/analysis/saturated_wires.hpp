@@ -57,8 +57,10 @@ struct SaturatedWireJudgement {
 };
 
 // One judgement per view (same order); `judged` where the view is a saturated wire of a
-// communicator with kMinLinks or more saturated links.
+// wire group (a communicator, or the send/recv communicators of one size: edge_stats.hpp)
+// with kMinLinks or more saturated links.
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
+                                                          const WireGroups& groups = {},
                                                           const SaturatedWireConfig& config = {});
 
 }  // namespace culprit

@@ -31,10 +31,10 @@ EdgeSummary wire(int32_t src, int32_t dst, int32_t channel, double busy_us, doub
   return e;
 }
 
-std::vector<SaturatedWireJudgement> judge(const std::vector<EdgeSummary>& edges) {
+std::vector<SaturatedWireJudgement> judge(const std::vector<EdgeSummary>& edges, const WireGroups& groups = {}) {
   std::vector<EdgeView> views;
   for (const EdgeSummary& e : edges) views.push_back(view_of(e));
-  return judge_saturated_wires(views);
+  return judge_saturated_wires(views, groups);
 }
 
 // Six links of two channels each, moving a chunk in `busy_us[k]`.
@@ -97,6 +97,27 @@ TEST(SaturatedWires, FewerThanThreeSaturatedLinksAreLeftToTheOtherTests) {
   for (const SaturatedWireJudgement& w : j) {
     EXPECT_FALSE(w.judged);
     EXPECT_FALSE(w.slow);
+  }
+}
+
+TEST(SaturatedWires, PairsOfRanksAreComparedWithinTheirWireGroup) {
+  // Four send/recv communicators of two ranks (replicated pipeline stages), each with its
+  // forward and backward link; the first one's forward link is 2x slower.
+  std::vector<EdgeSummary> edges;
+  for (uint64_t comm = 1; comm <= 4; ++comm)
+    for (int32_t dir = 0; dir < 2; ++dir) {
+      EdgeSummary e = wire(dir, 1 - dir, 0, comm == 1 && dir == 0 ? 80 : 40 + comm * 0.3);
+      e.key.comm_hash = comm;
+      edges.push_back(e);
+    }
+  // Alone, a pair has two links: nothing to compare.
+  for (const SaturatedWireJudgement& j : judge(edges)) EXPECT_FALSE(j.judged);
+  // As one wire group (edge_stats.hpp), the slow link stands out, and only it.
+  const WireGroups groups = {{1, 1}, {2, 1}, {3, 1}, {4, 1}};
+  std::vector<SaturatedWireJudgement> j = judge(edges, groups);
+  for (size_t i = 0; i < j.size(); ++i) {
+    EXPECT_TRUE(j[i].judged) << i;
+    EXPECT_EQ(j[i].slow, i == 0) << i;
   }
 }
 

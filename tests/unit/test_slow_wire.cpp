@@ -143,5 +143,30 @@ TEST(SlowWire, WithTheirSpreadMeasuredAWireAQuarterSlowerIsSlowAndWithoutItHalf)
   for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i == 1) << "connection " << i;
 }
 
+// A wire group (edge_stats.hpp) gives pairs of ranks a baseline: alone, a communicator of two
+// links has one other wire to compare with.
+TEST(SlowWire, WireBaselinesSpanTheWireGroup) {
+  std::vector<EdgeSummary> edges;
+  for (uint64_t comm = 1; comm <= 3; ++comm)
+    for (int32_t src = 0; src < 2; ++src) {
+      // Busy 40 us, shortest send 45 us; communicator 1's first link: 100 and 110.
+      EdgeSummary e = comm == 1 && src == 0 ? sender(src, 80, 100, 110) : sender(src, 50, 40, 45);
+      e.key.comm_hash = comm;
+      e.key.dst_rank = 1 - src;
+      edges.push_back(e);
+    }
+  std::vector<EdgeView> views;
+  for (const EdgeSummary& e : edges) views.push_back(view_of(e));
+  const std::map<uint64_t, CommBaseline> alone = baselines_of(views);
+  EXPECT_EQ(alone.at(1).wire.n, 2u);
+  const std::map<uint64_t, CommBaseline> grouped = baselines_of(views, {{1, 1}, {2, 1}, {3, 1}});
+  for (uint64_t comm = 1; comm <= 3; ++comm) EXPECT_EQ(grouped.at(comm).wire.n, 6u) << comm;
+  EXPECT_EQ(grouped.at(1).phase[kSendWait].n, 2u);  // the phases stay per communicator
+  AttributionConfig cfg;
+  EXPECT_TRUE(judge_wire(views[0], grouped.at(1), cfg).slow);
+  for (size_t i = 1; i < views.size(); ++i)
+    EXPECT_FALSE(judge_wire(views[i], grouped.at(views[i].edge->key.comm_hash), cfg).slow) << i;
+}
+
 }  // namespace
 }  // namespace culprit
