@@ -55,6 +55,36 @@ class NearestRootVisitor : public boost::default_bfs_visitor {
   std::vector<uint32_t>& reached_;  // in the order the search reached them: parents first
 };
 
+// Per component of the condensation: how many of its edges lead to another component that the
+// data can see, i.e. one that holds evidence or waits, through others, on one that does. A
+// component without evidence that waits on nothing seen is blind: the data shows no cause
+// there (a victim of something no record shows), so an edge into it explains nothing, and a
+// waiter with evidence of its own whose every exit leads to blind components is a root. The
+// blind are peeled from the sinks up, each edge visited once (linear in the graph).
+template <typename HasEvidence>
+std::vector<size_t> exits_to_seen_components(const Graph& g, const std::vector<int>& component, size_t nc,
+                                             HasEvidence has_evidence) {
+  std::vector<size_t> exits(nc, 0);
+  std::vector<std::vector<size_t>> entered_from(nc);  // per component: the components of its in-edges
+  for (auto [it, end] = boost::edges(g); it != end; ++it) {
+    const auto from = static_cast<size_t>(component[boost::source(*it, g)]);
+    const auto to = static_cast<size_t>(component[boost::target(*it, g)]);
+    if (from == to) continue;
+    ++exits[from];
+    entered_from[to].push_back(from);
+  }
+  std::vector<size_t> blind;
+  for (size_t c = 0; c < nc; ++c)
+    if (exits[c] == 0 && !has_evidence(c)) blind.push_back(c);
+  while (!blind.empty()) {
+    const size_t c = blind.back();
+    blind.pop_back();
+    for (size_t w : entered_from[c])
+      if (--exits[w] == 0 && !has_evidence(w)) blind.push_back(w);
+  }
+  return exits;
+}
+
 }  // namespace
 
 std::vector<uint32_t> find_roots(size_t n, const std::vector<WaitEdge>& edges,
@@ -67,25 +97,23 @@ std::vector<uint32_t> find_roots(size_t n, const std::vector<WaitEdge>& edges,
                              g, boost::make_iterator_property_map(
                                     component.begin(), boost::get(boost::vertex_index, g)))
                        : 0;
-  std::vector<bool> has_exit(static_cast<size_t>(n_components), false);
-  for (auto [it, end] = boost::edges(g); it != end; ++it)
-    if (component[boost::source(*it, g)] != component[boost::target(*it, g)])
-      has_exit[static_cast<size_t>(component[boost::source(*it, g)])] = true;
-
-  std::vector<std::vector<uint32_t>> members(static_cast<size_t>(n_components));
+  const auto nc = static_cast<size_t>(n_components);
+  std::vector<std::vector<uint32_t>> members(nc);
   for (uint32_t v = 0; v < n; ++v) members[static_cast<size_t>(component[v])].push_back(v);
-  std::vector<uint32_t> roots;
-  for (int c = 0; c < n_components; ++c) {
-    if (has_exit[static_cast<size_t>(c)]) continue;  // it waits on something else
-    const std::vector<uint32_t>& m = members[static_cast<size_t>(c)];
-    uint32_t best = m.front();
-    auto rank = [&](uint32_t x) {
-      return std::make_tuple(candidates[x].stopped, candidates[x].evidence_ns, waited_on[x]);
-    };
-    for (uint32_t v : m)
-      if (rank(v) > rank(best)) best = v;
-    if (candidates[best].stopped || candidates[best].evidence_ns >= min_evidence_ns) roots.push_back(best);
+  auto rank = [&](uint32_t x) { return std::make_tuple(candidates[x].stopped, candidates[x].evidence_ns, waited_on[x]); };
+  std::vector<uint32_t> best(nc);
+  for (size_t c = 0; c < nc; ++c) {
+    best[c] = members[c].front();
+    for (uint32_t v : members[c])
+      if (rank(v) > rank(best[c])) best[c] = v;
   }
+  auto has_evidence = [&](size_t c) {
+    return candidates[best[c]].stopped || candidates[best[c]].evidence_ns >= min_evidence_ns;
+  };
+  const std::vector<size_t> live_exits = exits_to_seen_components(g, component, nc, has_evidence);
+  std::vector<uint32_t> roots;
+  for (size_t c = 0; c < nc; ++c)
+    if (live_exits[c] == 0 && has_evidence(c)) roots.push_back(best[c]);
   return roots;
 }
 

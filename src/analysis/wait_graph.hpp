@@ -39,8 +39,10 @@ std::vector<uint32_t> chain_of(const GraphVerdict& verdict, uint32_t p);
 // Roots: `edges` are anomaly wait-for edges (u is held up by v). `candidates` has one entry
 // per process. A sink component of the condensation that holds a stopped process or self
 // evidence of `min_evidence_ns` or more yields one root: its stopped member, else its member
-// with the most evidence (ties: most waited on). A sink without evidence is only a victim that waits on
-// something the data cannot see, and names no culprit.
+// with the most evidence (ties: most waited on). A sink without evidence is only a victim that
+// waits on something the data cannot see, and names no culprit; a wait on it explains
+// nothing, so a component with evidence whose every wait leads only to such sinks is a sink
+// for this purpose, and yields a root.
 std::vector<uint32_t> find_roots(size_t n_processes, const std::vector<WaitEdge>& edges,
                                  const std::vector<RootCandidate>& candidates,
                                  double min_evidence_ns);

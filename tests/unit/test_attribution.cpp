@@ -379,6 +379,27 @@ TEST(WaitGraph, SinkWithoutEvidenceIsNoRootAndEvidenceUpstreamOfASinkIsExplained
   EXPECT_EQ(roots[0], 2u);
 }
 
+TEST(WaitGraph, AWaitOnlyOnSinksWithoutEvidenceExplainsNothing) {
+  // 1 has evidence (a slow flush) and its credit wait was explained as backpressure from 2,
+  // which shows nothing and waits on 3, which shows nothing either: nothing the data sees
+  // stands behind 1, so 1 is the root. 4 waits on 1. 5 -> 6 are evidence-less throughout.
+  std::vector<WaitEdge> edges = {{1, 2, 5, ""}, {2, 3, 5, ""}, {4, 1, 5, ""}, {5, 6, 5, ""}};
+  std::vector<RootCandidate> c(7);
+  c[1].evidence_ns = 50;
+  std::vector<uint32_t> roots = find_roots(7, edges, c, 1.0);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0], 1u);
+  // A seen sink behind it still wins: evidence on 3 makes 3 the root and 1 its victim.
+  c[3].evidence_ns = 10;
+  roots = find_roots(7, edges, c, 1.0);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0], 3u);
+  // Below min_evidence_ns evidence counts as none: 3 is blind again.
+  roots = find_roots(7, edges, c, 20.0);
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0], 1u);
+}
+
 TEST(WaitGraph, VictimsGoToTheNearestRootWithTheirPath) {
   // Flow: 0 <- 1 <- 2 <- 3 <- 4 (each depends on the previous), roots 0 and 4 is not a root.
   std::vector<WaitEdge> flow = {{1, 0, 1, ""}, {2, 1, 1, ""}, {3, 2, 1, ""}, {4, 3, 1, ""}, {5, 6, 1, ""}};
