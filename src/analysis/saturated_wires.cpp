@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -22,11 +21,11 @@ struct Link {
   double noise_var = 0;     // of that median
 };
 
-using LinksOfComm = std::map<std::tuple<uint64_t, int32_t, int32_t>, Link>;
+using LinksOfGroup = std::map<std::tuple<uint64_t, int32_t, int32_t>, Link>;
 
 // The saturated links of each wire group (edge_stats.hpp).
-std::map<uint64_t, LinksOfComm> saturated_links_of(const std::vector<EdgeView>& views, const WireGroups& groups) {
-  std::map<uint64_t, LinksOfComm> out;
+std::map<uint64_t, LinksOfGroup> saturated_links_of(const std::vector<EdgeView>& views, const WireGroups& groups) {
+  std::map<uint64_t, LinksOfGroup> out;
   for (size_t i = 0; i < views.size(); ++i) {
     const EdgeView& v = views[i];
     if (!(v.wire_ns > 0) || !v.wire_saturated) continue;
@@ -37,8 +36,8 @@ std::map<uint64_t, LinksOfComm> saturated_links_of(const std::vector<EdgeView>& 
 }
 
 // Each link's median log transfer time and its noise: the channels' spread around their
-// link's median, pooled over the communicator (a link has a handful of channels at most).
-void measure_links(LinksOfComm& links, const std::vector<EdgeView>& views) {
+// link's median, pooled over the group (a link has a handful of channels at most).
+void measure_links(LinksOfGroup& links, const std::vector<EdgeView>& views) {
   std::vector<double> deviations, logs;
   for (auto& [key, link] : links) {
     logs.clear();
@@ -65,7 +64,7 @@ double t_margin(const Link& link, double reference, const PooledVariance& betwee
   const double var = link.noise_var + between.variance;
   if (!(var > 0)) return 0;
   // Welch-Satterthwaite, the noise counted as known (measured on every channel of the
-  // communicator), the spread between links with the degrees of freedom of its estimate.
+  // group), the spread between links with the degrees of freedom of its estimate.
   const double df = between.variance > 0 && between.df > 0
                         ? var * var / (between.variance * between.variance / between.df)
                         : 1;
@@ -76,8 +75,8 @@ double t_margin(const Link& link, double reference, const PooledVariance& betwee
   return margin > 1 ? margin : 0;
 }
 
-// The saturated links of one communicator against each other.
-void judge_links(const LinksOfComm& links, const std::vector<EdgeView>& views, double tail,
+// The saturated links of one wire group against each other.
+void judge_links(const LinksOfGroup& links, const std::vector<EdgeView>& views, double tail,
                  const SaturatedWireConfig& config, std::vector<SaturatedWireJudgement>& out) {
   std::vector<double> logs, departures, noise;
   for (const auto& [key, link] : links) logs.push_back(link.log_transfer);
@@ -107,15 +106,15 @@ std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<Edge
                                                           const WireGroups& groups,
                                                           const SaturatedWireConfig& config) {
   std::vector<SaturatedWireJudgement> out(views.size());
-  std::map<uint64_t, LinksOfComm> comms = saturated_links_of(views, groups);
-  std::erase_if(comms, [](const auto& comm) { return comm.second.size() < kMinLinks; });
+  std::map<uint64_t, LinksOfGroup> by_group = saturated_links_of(views, groups);
+  std::erase_if(by_group, [](const auto& group) { return group.second.size() < kMinLinks; });
   size_t judged_links = 0;
-  for (auto& [comm, links] : comms) {
+  for (auto& [group, links] : by_group) {
     measure_links(links, views);
     judged_links += links.size();
   }
   const double tail = config.false_alarm / static_cast<double>(std::max<size_t>(1, judged_links));
-  for (const auto& [comm, links] : comms) judge_links(links, views, tail, config, out);
+  for (const auto& [group, links] : by_group) judge_links(links, views, tail, config, out);
   return out;
 }
 

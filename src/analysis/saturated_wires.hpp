@@ -1,5 +1,6 @@
 // Signal of the connection facts pass: a saturated wire that moves a chunk more slowly than
-// the other links of its communicator.
+// the other links of its wire group (its communicator, or the communicators of its size and
+// kind, which are replicas: edge_stats.hpp).
 //
 // Physics: a wire whose sends queue behind each other at nearly every step (EdgeView::
 // wire_saturated) never waited for its sender, so its busy time per step is the time it takes
@@ -9,18 +10,18 @@
 // each link once (its channels share its NICs and route: one sample of how links differ),
 // in logs:
 //   - departure: the link's median log transfer time over its channels minus the median of
-//     the communicator's saturated links;
+//     the group's saturated links;
 //   - noise of that departure: the spread of a link's channels around their median, pooled
-//     over the communicator's links, over the square root of its channel count;
+//     over the group's links, over the square root of its channel count;
 //   - spread between healthy links (NICs, cables and switch ports differ a little for good):
 //     the variance at which the departures look like draws of one normal law (chi-square
-//     median, robust to the slow link itself), combined with a prior for communicators of few
-//     links, as for GPUs (own_work_stragglers.hpp);
+//     median, robust to the slow link itself), combined with a prior (links differ by 10 %,
+//     worth four links) for groups of few links;
 //   - verdict: a Student t critical value at a family-wise false alarm rate over every link
 //     judged in the job, so that few links need a larger departure than many.
 // The link must also be slower by min_ratio: a link less than 5 % slower cannot cost the job
 // 5 %. Every wire is also judged by slow_wire.hpp's tests (busy time and shortest send against
-// all wires of the communicator); the stronger verdict stands.
+// all wires of the group); the stronger verdict stands.
 //
 // Not used, on purpose: the busy time of unsaturated wires as an upper bound of transfer time
 // for a communicator with few saturated links. It holds latency, but the wires that saturate
@@ -28,8 +29,8 @@
 // naturally slowest saturates, and against the unsaturated ones it looked slow (5 false
 // culprits in the sweep, seed 12).
 //
-// What it cannot tell apart: a link slower by fault from one slower by nature (a link of a
-// communicator whose links differ by 10 % must be about 1.5x slower to be named).
+// What it cannot tell apart: a link slower by fault from one slower by nature (among six links
+// that differ by 10 %, a link must be about 1.5x slower to be named).
 #pragma once
 
 #include <vector>
