@@ -11,9 +11,10 @@
 //     on the whole role (standard error ~ 1.2533 sigma / sqrt(samples): significance grows
 //     with the number of sequences, so a persistent 10 % straggler stands out where a one-off
 //     spike does not);
-//   - the static spread between healthy GPUs, measured on the whole job (the variance at
-//     which the departures, each with its own noise, look like draws of one normal law: a
-//     chi-square median, robust to the stragglers), combined with a prior for jobs too small
+//   - the static spread between healthy GPUs, measured on the whole job but the judged GPU
+//     (the variance at which the departures, each with its own noise, look like draws of one
+//     normal law: a chi-square median, robust to the other stragglers),
+//     combined with a prior for jobs too small
 //     to measure it.
 // The threshold is a Student t critical value (Welch-Satterthwaite degrees of freedom) at a
 // family-wise false alarm rate, so a small job with few GPUs to compare needs a larger

@@ -194,5 +194,46 @@ TEST(OwnWorkStragglers, AFewGpusNeedALargerDeparture) {
   EXPECT_EQ(named(job), std::vector<uint32_t>{0});
 }
 
+TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
+  // Three GPUs in two communicators (a world and a data-parallel group over the same three):
+  // each GPU holds a rank in both, so the straggler is a third of the departures that measure
+  // the spread between GPUs. Measured with them, a 1.6x GPU looked like ordinary spread; it
+  // is judged against the other two.
+  Job world, dp;
+  world.ranks = dp.ranks = 3;
+  world.samples = dp.samples = 8;
+  world.jitter = dp.jitter = 0.1;
+  world.hetero = dp.hetero = 0.0;
+  world.straggler = dp.straggler = 1;
+  world.factor = dp.factor = 1.6;
+  dp.seed = 2;
+  std::vector<GapObservation> ranks = world.build();
+  for (GapObservation g : dp.build()) {
+    g.role = 8;
+    ranks.push_back(g);
+  }
+  std::vector<uint32_t> found;
+  for (const OwnWorkStraggler& s : own_work_stragglers(ranks)) found.push_back(s.process);
+  EXPECT_EQ(found, (std::vector<uint32_t>{1, 1}));
+  // And two healthy ones of the same job name nobody, over many draws.
+  int false_roots = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    Job a, b;
+    a.ranks = b.ranks = 3;
+    a.samples = b.samples = 8;
+    a.jitter = b.jitter = 0.1;
+    a.hetero = b.hetero = 0.05;
+    a.seed = seed;
+    b.seed = seed + 1000;
+    std::vector<GapObservation> healthy = a.build();
+    for (GapObservation g : b.build()) {
+      g.role = 8;
+      healthy.push_back(g);
+    }
+    false_roots += static_cast<int>(own_work_stragglers(healthy).size());
+  }
+  EXPECT_EQ(false_roots, 0);
+}
+
 }  // namespace
 }  // namespace culprit
