@@ -194,19 +194,9 @@ TEST(OwnWorkStragglers, AFewGpusNeedALargerDeparture) {
   EXPECT_EQ(named(job), std::vector<uint32_t>{0});
 }
 
-TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
-  // Three GPUs in two communicators (a world and a data-parallel group over the same three):
-  // each GPU holds a rank in both, so the straggler is a third of the departures that measure
-  // the spread between GPUs. Measured with them, a 1.6x GPU looked like ordinary spread; it
-  // is judged against the other two.
-  Job world, dp;
-  world.ranks = dp.ranks = 3;
-  world.samples = dp.samples = 8;
-  world.jitter = dp.jitter = 0.1;
-  world.hetero = dp.hetero = 0.0;
-  world.straggler = dp.straggler = 1;
-  world.factor = dp.factor = 1.6;
-  dp.seed = 2;
+// Three GPUs each holding a rank in two communicators over the same three (a world and a
+// data-parallel group), as a job of three nodes of one GPU.
+std::vector<uint32_t> named_in_two_communicators(Job& world, Job& dp) {
   std::vector<GapObservation> ranks = world.build();
   for (GapObservation g : dp.build()) {
     g.role = 8;
@@ -214,23 +204,40 @@ TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
   }
   std::vector<uint32_t> found;
   for (const OwnWorkStraggler& s : own_work_stragglers(ranks)) found.push_back(s.process);
-  EXPECT_EQ(found, (std::vector<uint32_t>{1, 1}));
-  // And two healthy ones of the same job name nobody, over many draws.
-  int false_roots = 0;
+  return found;
+}
+
+TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
+  // The straggler holds two of the six departures that measure the spread between GPUs.
+  // Measured with them, a 1.6x GPU among GPUs that differ by 5 % looked like ordinary spread
+  // in most draws; judged against the other two, it is named in most.
+  int found_both = 0, false_roots = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
-    Job a, b;
-    a.ranks = b.ranks = 3;
-    a.samples = b.samples = 8;
-    a.jitter = b.jitter = 0.1;
-    a.hetero = b.hetero = 0.05;
-    a.seed = seed;
-    b.seed = seed + 1000;
-    std::vector<GapObservation> healthy = a.build();
-    for (GapObservation g : b.build()) {
-      g.role = 8;
-      healthy.push_back(g);
-    }
-    false_roots += static_cast<int>(own_work_stragglers(healthy).size());
+    Job world, dp;
+    world.ranks = dp.ranks = 3;
+    world.samples = dp.samples = 8;
+    world.jitter = dp.jitter = 0.1;
+    world.hetero = dp.hetero = 0.05;
+    world.straggler = dp.straggler = 1;
+    world.factor = dp.factor = 1.6;
+    world.seed = seed;
+    dp.seed = seed + 1000;
+    const std::vector<uint32_t> found = named_in_two_communicators(world, dp);
+    found_both += found == std::vector<uint32_t>{1, 1} ? 1 : 0;
+    for (uint32_t p : found) false_roots += p != 1 ? 1 : 0;
+  }
+  EXPECT_GE(found_both, 30);  // measured: 33 of 40; with the straggler in the pool, 11
+  EXPECT_EQ(false_roots, 0);
+  // The same shape without a straggler names nobody, over many draws.
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    Job world, dp;
+    world.ranks = dp.ranks = 3;
+    world.samples = dp.samples = 8;
+    world.jitter = dp.jitter = 0.1;
+    world.hetero = dp.hetero = 0.05;
+    world.seed = seed;
+    dp.seed = seed + 1000;
+    false_roots += static_cast<int>(named_in_two_communicators(world, dp).size());
   }
   EXPECT_EQ(false_roots, 0);
 }
