@@ -195,8 +195,17 @@ TEST(OwnWorkStragglers, AFewGpusNeedALargerDeparture) {
 }
 
 // Three GPUs each holding a rank in two communicators over the same three (a world and a
-// data-parallel group), as a job of three nodes of one GPU.
-std::vector<uint32_t> named_in_two_communicators(Job& world, Job& dp) {
+// data-parallel group), as a job of three nodes of one GPU; GPU 1's gaps `factor` x longer.
+std::vector<uint32_t> three_gpus_in_two_communicators(uint32_t seed, double factor) {
+  Job world, dp;
+  world.ranks = dp.ranks = 3;
+  world.samples = dp.samples = 8;
+  world.jitter = dp.jitter = 0.1;
+  world.hetero = dp.hetero = 0.05;
+  world.straggler = dp.straggler = 1;
+  world.factor = dp.factor = factor;
+  world.seed = seed;
+  dp.seed = seed + 1000;
   std::vector<GapObservation> ranks = world.build();
   for (GapObservation g : dp.build()) {
     g.role = 8;
@@ -213,16 +222,7 @@ TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
   // in most draws; judged against the other two, it is named in most.
   int found_both = 0, false_roots = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
-    Job world, dp;
-    world.ranks = dp.ranks = 3;
-    world.samples = dp.samples = 8;
-    world.jitter = dp.jitter = 0.1;
-    world.hetero = dp.hetero = 0.05;
-    world.straggler = dp.straggler = 1;
-    world.factor = dp.factor = 1.6;
-    world.seed = seed;
-    dp.seed = seed + 1000;
-    const std::vector<uint32_t> found = named_in_two_communicators(world, dp);
+    const std::vector<uint32_t> found = three_gpus_in_two_communicators(seed, 1.6);
     found_both += found == std::vector<uint32_t>{1, 1} ? 1 : 0;
     for (uint32_t p : found) false_roots += p != 1 ? 1 : 0;
   }
@@ -230,14 +230,7 @@ TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
   EXPECT_EQ(false_roots, 0);
   // The same shape without a straggler names nobody, over many draws.
   for (uint32_t seed = 1; seed <= 40; ++seed) {
-    Job world, dp;
-    world.ranks = dp.ranks = 3;
-    world.samples = dp.samples = 8;
-    world.jitter = dp.jitter = 0.1;
-    world.hetero = dp.hetero = 0.05;
-    world.seed = seed;
-    dp.seed = seed + 1000;
-    false_roots += static_cast<int>(named_in_two_communicators(world, dp).size());
+    false_roots += static_cast<int>(three_gpus_in_two_communicators(seed, 1.0).size());
   }
   EXPECT_EQ(false_roots, 0);
 }
