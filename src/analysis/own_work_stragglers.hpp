@@ -13,9 +13,8 @@
 //     spike does not);
 //   - the static spread between healthy GPUs, measured on the whole job but the judged GPU
 //     (the variance at which the departures, each with its own noise, look like draws of one
-//     normal law: a chi-square median, robust to the other stragglers),
-//     combined with a prior for jobs too small
-//     to measure it.
+//     normal law: a chi-square median, robust to the other stragglers), combined with a
+//     prior for jobs too small to measure it.
 // The threshold is a Student t critical value (Welch-Satterthwaite degrees of freedom) at a
 // family-wise false alarm rate, so a small job with few GPUs to compare needs a larger
 // departure than a large one, and nothing is tuned to a fault size. A straggler must also
