@@ -5,7 +5,8 @@
 //                       inflight_hang.hpp, flight_recorder_hang.hpp
 //   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp
 //   5. wait-for graph   wait_graph.hpp: roots of the anomaly edges, victims along data_flow.hpp
-//   6. blame and score  blame.hpp
+//   6. blame and score  blame.hpp; hidden_consumers.hpp shares a slow consumer's score with
+//                       the GPUs of its node that would look the same
 #include "analysis/attribution.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "analysis/flight_recorder_hang.hpp"
 #include "analysis/flight_recorder_join.hpp"
 #include "analysis/held_by_neighbours.hpp"
+#include "analysis/hidden_consumers.hpp"
 #include "analysis/inflight_hang.hpp"
 #include "analysis/lanes.hpp"
 #include "analysis/own_delay.hpp"
@@ -53,20 +55,16 @@ std::vector<std::string> mark_flight_recorder_stops(const FlightRecorderVerdict&
   return named_by;
 }
 
-std::string name_of_process(const ProcessContext& context, uint32_t p) {
-  return context.host_of(p) + ":" + std::to_string(context.processes()[p].pid);
-}
-
 // One line per process with self evidence and per hold (NCCL_CULPRIT_DEBUG=1).
 void describe_evidence(const ProcessContext& context, const std::vector<Evidence>& evidence,
                        const OwnDelay& own_delay, const std::vector<WaitEdge>& holds, std::vector<std::string>& out) {
   for (uint32_t p = 0; p < evidence.size(); ++p)
     if (evidence[p].any())
-      out.push_back(name_of_process(context, p) + " " + name_of(evidence[p].culprit_class) + " " +
+      out.push_back(context.name_of(p) + " " + name_of(evidence[p].culprit_class) + " " +
                     (evidence[p].stopped ? std::string("stopped") : std::to_string(evidence[p].ns) + " ns") +
                     " (kernel/arrival lateness " + std::to_string(own_delay.late_ns[p]) + " ns)");
   for (const WaitEdge& h : holds)
-    out.push_back("hold " + name_of_process(context, h.from) + " -> " + name_of_process(context, h.to) + " " + h.why);
+    out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
 }
 
 // A GPU whose own work is measurably slow (kernel gaps) is a root whatever it also waits
@@ -149,6 +147,8 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);
+  share_with_hidden_consumers(hidden_consumer_candidates(obs, facts.edges, context, evidence, roots), context,
+                              evidence, out.notes);
   std::vector<WaitEdge> flow = data_flow_edges(obs, facts.edges, context);
   flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());
   flow.insert(flow.end(), flight.waits.begin(), flight.waits.end());

@@ -6,6 +6,7 @@
 #include "analysis/receiver_peers.hpp"
 #include "analysis/saturated_wires.hpp"
 #include "analysis/slow_wire.hpp"
+#include "analysis/wire_groups.hpp"
 
 namespace culprit {
 namespace {
@@ -91,18 +92,6 @@ void note_missing_halves(const std::vector<EdgeFacts>& facts, const ProcessConte
                     " connection(s) seen from one end only: the other end has no data at all");
 }
 
-// Communicators of one size and kind (send/recv only, or collective) are the same stages of
-// replicated pipelines, or the data-parallel groups of the other model shards, and move the
-// same chunks, so their wires are compared together (a pair of ranks has two links, too few to
-// compare alone); each maps to the first of its kind and size.
-WireGroups wire_groups_of(const ProcessContext& context) {
-  WireGroups groups;
-  std::map<std::pair<bool, int32_t>, uint64_t> first_of_kind;
-  for (const auto& [comm, size] : context.n_ranks())
-    groups[comm] = first_of_kind.emplace(std::make_pair(context.is_collective(comm), size), comm).first->second;
-  return groups;
-}
-
 }  // namespace
 
 EdgeVerdict verdict_of(const EdgeFacts& f) {
@@ -121,7 +110,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   std::map<uint64_t, int32_t> p2p_sizes;
   for (const auto& [comm, size] : context.n_ranks())
     if (!context.is_collective(comm)) p2p_sizes[comm] = size;
-  const WireGroups wire_groups = wire_groups_of(context);
+  const WireGroups wire_groups = wire_groups_of(context, views);
   out.baselines = baselines_of(views, wire_groups);
   const std::vector<SaturatedWireJudgement> saturated =
       judge_saturated_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns});

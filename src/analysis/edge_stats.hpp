@@ -105,10 +105,10 @@ struct CommBaseline {
 };
 
 // Communicators whose wires carry the same traffic and are compared with each other: each
-// communicator is mapped to a representative (absent: itself). The communicators of one size
-// and kind (send/recv only, or collective) in a job are replicas (pipeline stages, the
-// data-parallel groups of the model's shards), and one of two ranks has only two links, too
-// few to compare (wire_groups_of, connection_facts.cpp).
+// communicator is mapped to a representative (absent: itself). The communicators of one kind,
+// size and chunk in a job are replicas (pipeline stages, the data-parallel groups of the
+// model's shards), and one of two ranks has only two links, too few to compare
+// (wire_groups.hpp).
 using WireGroups = std::map<uint64_t, uint64_t>;
 uint64_t wire_group_of(uint64_t comm, const WireGroups& groups);
 

@@ -34,6 +34,10 @@ class ProcessContext {
   const std::vector<GlobalProcess>& processes() const { return processes_; }
   size_t size() const { return processes_.size(); }
   const std::string& host_of(uint32_t process) const { return processes_[process].host; }
+  // host:pid, as notes and debug lines name a process.
+  std::string name_of(uint32_t process) const {
+    return processes_[process].host + ":" + std::to_string(processes_[process].pid);
+  }
   size_t placeholders() const { return placeholders_; }
   const std::map<RankKey, uint32_t>& rank_map() const { return process_of_rank_; }
   // Ranks per communicator: one more than the highest rank any record names.

@@ -1,6 +1,6 @@
 // Signal of the connection facts pass: a saturated wire that moves a chunk more slowly than
-// the other links of its wire group (its communicator, or the communicators of its size and
-// kind, which are replicas: edge_stats.hpp).
+// the other links of its wire group (its communicator, or the communicators of its kind, size
+// and chunk, which are replicas: wire_groups.hpp).
 //
 // Physics: a wire whose sends queue behind each other at nearly every step (EdgeView::
 // wire_saturated) never waited for its sender, so its busy time per step is the time it takes
@@ -58,7 +58,7 @@ struct SaturatedWireJudgement {
 };
 
 // One judgement per view (same order); `judged` where the view is a saturated wire of a
-// wire group (a communicator, or the send/recv communicators of one size: edge_stats.hpp)
+// wire group (a communicator, or the communicators of one kind, size and chunk: wire_groups.hpp)
 // with kMinLinks or more saturated links.
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
                                                           const WireGroups& groups = {},

@@ -11,9 +11,9 @@ ScoreCalibration measured_calibration() { return {0.983, 0.50, 13.7}; }
 
 double calibrated_score(const Evidence& e, const ScoreCalibration& c) {
   if (!e.any()) return 0;
-  if (e.stopped || std::isinf(e.margin)) return c.ceiling;
+  if (e.stopped || std::isinf(e.margin)) return c.ceiling * e.identified_share;
   const double margin = std::max(1.0, e.margin);  // a finding is at least at its guard
-  return c.ceiling / (1 + std::exp(-(c.at_guard + c.per_log_margin * std::log(margin))));
+  return e.identified_share * c.ceiling / (1 + std::exp(-(c.at_guard + c.per_log_margin * std::log(margin))));
 }
 
 }  // namespace culprit

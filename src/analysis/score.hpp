@@ -15,6 +15,9 @@
 // rows of randomized sweeps of fresh seeds (tests/accuracy/calibrate_score.py), and checked
 // on the CI seed, which the fit never saw (docs/accuracy.md, "The score"). A hang (a stopped
 // process) has infinite margin and scores the ceiling; unknown margin counts as at the guard.
+// Where the data cannot tell the process from others that would show the same evidence, the
+// score is that times the share of such cases in which it is this process
+// (Evidence::identified_share).
 #pragma once
 
 #include "analysis/self_evidence.hpp"

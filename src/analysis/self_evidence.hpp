@@ -19,6 +19,9 @@ struct Evidence {
   std::optional<uint32_t> peer;  // the far end, for network_link
   bool stopped = false;
   double margin = 0;  // 0: not known; infinite for a stopped process
+  // The chance that what the evidence shows is this process's own and not another's that the
+  // data cannot tell from it (hidden_consumers.hpp); 1 where nothing else would look the same.
+  double identified_share = 1;
 
   void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt, double guard_margin = 0) {
     if (stopped || value <= ns) return;

@@ -1,0 +1,76 @@
+#include "analysis/hidden_consumers.hpp"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace culprit {
+namespace {
+
+using CommProcess = std::pair<uint64_t, uint32_t>;
+
+// The (communicator, process) pairs that receive from the network: every recorded
+// connection is a network one (the proxy moves nothing else).
+std::set<CommProcess> network_receivers(const Observations& obs, const std::vector<EdgeFacts>& facts) {
+  std::set<CommProcess> receivers;
+  for (size_t i = 0; i < facts.size(); ++i) receivers.insert({obs.edges[i].key.comm_hash, facts[i].dst});
+  return receivers;
+}
+
+// The communicators in which each process's network receives were slow to consume.
+std::map<uint32_t, std::set<uint64_t>> slow_consuming_comms(const Observations& obs,
+                                                           const std::vector<EdgeFacts>& facts) {
+  std::map<uint32_t, std::set<uint64_t>> comms;
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (facts[i].slow_consume) comms[facts[i].dst].insert(obs.edges[i].key.comm_hash);
+  return comms;
+}
+
+}  // namespace
+
+std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
+                                                                 const std::vector<EdgeFacts>& facts,
+                                                                 const ProcessContext& context,
+                                                                 const std::vector<Evidence>& evidence,
+                                                                 const std::vector<uint32_t>& roots) {
+  const std::set<CommProcess> receivers = network_receivers(observations, facts);
+  const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
+  std::vector<HiddenConsumerCandidates> out;
+  const std::set<uint32_t> root_set(roots.begin(), roots.end());
+  for (const auto& [named, comms] : slow_comms) {
+    const Evidence& e = evidence[named];
+    if (!root_set.count(named)) continue;
+    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
+    std::set<uint32_t> entries, hidden;
+    for (const auto& [key, p] : context.rank_map()) {
+      if (!comms.count(key.first) || !context.has_records(p) || context.host_of(p) != context.host_of(named)) continue;
+      if (receivers.count({key.first, p}))
+        entries.insert(p);
+      else if (!evidence[p].any())
+        hidden.insert(p);
+    }
+    for (uint32_t p : entries) hidden.erase(p);  // an entry of one communicator is seen there
+    if (hidden.empty()) continue;
+    out.push_back({named, std::vector<uint32_t>(hidden.begin(), hidden.end()), static_cast<uint32_t>(entries.size())});
+  }
+  return out;
+}
+
+void share_with_hidden_consumers(const std::vector<HiddenConsumerCandidates>& candidates,
+                                 const ProcessContext& context, std::vector<Evidence>& evidence,
+                                 std::vector<std::string>& notes) {
+  for (const HiddenConsumerCandidates& c : candidates) {
+    evidence[c.named].identified_share = c.share();
+    std::string others;
+    for (uint32_t p : c.hidden) others += (others.empty() ? "" : ", ") + context.name_of(p);
+    char share[32];
+    std::snprintf(share, sizeof share, "%u of %zu", c.entries, c.entries + c.hidden.size());
+    notes.push_back("gpu_consumer " + context.name_of(c.named) + " was named from its network receives; a slow " +
+                    "consumption by " + others + ", which receive" + (c.hidden.size() == 1 ? "s" : "") +
+                    " only over NVLink on the same node, would hold them the same way: the named GPU is the slow "
+                    "consumer in about " + share + " such cases, and its score is scaled by that");
+  }
+}
+
+}  // namespace culprit

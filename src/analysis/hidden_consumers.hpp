@@ -1,0 +1,53 @@
+// How much a slow consumer named from its network receives is known to be that GPU, and which
+// GPUs of its node would look the same (docs/attribution.md, "What it cannot tell apart").
+//
+// The proxy records only network connections. A GPU that receives a channel from the network
+// (its entry) forwards it over NVLink to the next GPU of its node; when that GPU, or one
+// further along, consumes slowly, its buffers fill, the entry cannot pass its chunks on, and
+// the entry's network receives are released late exactly as if the entry consumed slowly
+// itself. In steady state both give every entry of the node the same rate. So where a node
+// holds GPUs of the communicator that never receive from the network (hidden GPUs), the
+// entry named `gpu_consumer` is the slow consumer only where the fault sits on an entry:
+// with the fault equally likely on any GPU of the node, e / (e + h) of the time, e entries
+// and h hidden GPUs of that node and communicator. Where the fault sits on an entry, the
+// receiver explanations pick that entry (the longer of the entries' consumptions), so the
+// named one's score is its calibrated confidence times that share, and the hidden GPUs are
+// listed as the other candidates.
+//
+// A hidden GPU with evidence of its own (its kernel clocks) is explained by that and is not a
+// candidate; a GPU known only as a peer (no records) has no host and is not counted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/connection_facts.hpp"
+#include "analysis/process_context.hpp"
+#include "analysis/self_evidence.hpp"
+
+namespace culprit {
+
+struct HiddenConsumerCandidates {
+  uint32_t named = 0;              // the entry named gpu_consumer
+  std::vector<uint32_t> hidden;    // GPUs of its node and communicator(s) with no network receive
+  uint32_t entries = 0;            // GPUs of its node and communicator(s) with network receives
+  double share() const { return static_cast<double>(entries) / static_cast<double>(entries + hidden.size()); }
+};
+
+// One entry per root (of the wait-for graph) named gpu_consumer (evidence) from slow-consuming
+// network receives whose node holds hidden GPUs; none where every GPU of the node receives
+// from the network.
+std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
+                                                                 const std::vector<EdgeFacts>& facts,
+                                                                 const ProcessContext& context,
+                                                                 const std::vector<Evidence>& evidence,
+                                                                 const std::vector<uint32_t>& roots);
+
+// Scales each named entry's identified share (Evidence::identified_share) and adds one note per
+// entry naming the hidden candidates.
+void share_with_hidden_consumers(const std::vector<HiddenConsumerCandidates>& candidates,
+                                 const ProcessContext& context, std::vector<Evidence>& evidence,
+                                 std::vector<std::string>& notes);
+
+}  // namespace culprit
