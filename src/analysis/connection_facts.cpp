@@ -115,7 +115,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   const std::vector<SaturatedWireJudgement> saturated =
       judge_saturated_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns});
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
-  ReceiverPeers receivers(views, cfg, p2p_sizes);
+  ReceiverPeers receivers(views, cfg, p2p_sizes, wire_groups);
   out.edges.resize(obs.edges.size());
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeKey& k = obs.edges[i].key;

@@ -35,6 +35,8 @@ std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observati
                                                                  const std::vector<Evidence>& evidence,
                                                                  const std::vector<uint32_t>& roots) {
   const std::set<CommProcess> receivers = network_receivers(observations, facts);
+  std::set<uint32_t> receive_somewhere;
+  for (const auto& [comm, p] : receivers) receive_somewhere.insert(p);
   const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
   std::vector<HiddenConsumerCandidates> out;
   const std::set<uint32_t> root_set(roots.begin(), roots.end());
@@ -47,7 +49,7 @@ std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observati
       if (!comms.count(key.first) || !context.has_records(p) || context.host_of(p) != context.host_of(named)) continue;
       if (receivers.count({key.first, p}))
         entries.insert(p);
-      else if (!evidence[p].any())
+      else if (!evidence[p].any() && !receive_somewhere.count(p))
         hidden.insert(p);
     }
     for (uint32_t p : entries) hidden.erase(p);  // an entry of one communicator is seen there

@@ -14,8 +14,11 @@
 // named one's score is its calibrated confidence times that share, and the hidden GPUs are
 // listed as the other candidates.
 //
-// A hidden GPU with evidence of its own (its kernel clocks) is explained by that and is not a
-// candidate; a GPU known only as a peer (no records) has no host and is not counted.
+// A GPU that receives from the network in another communicator (its data-parallel group, say)
+// is no candidate: a GPU slow to consume is slow in every communicator it receives in, and its
+// own receives show how it consumes (receiver_peers.hpp). Nor is one with evidence of its own
+// (its kernel clocks), which is explained by that; a GPU known only as a peer (no records) has
+// no host and is not counted.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +33,7 @@ namespace culprit {
 
 struct HiddenConsumerCandidates {
   uint32_t named = 0;              // the entry named gpu_consumer
-  std::vector<uint32_t> hidden;    // GPUs of its node and communicator(s) with no network receive
+  std::vector<uint32_t> hidden;    // GPUs of its node and communicator(s) with no network receive at all
   uint32_t entries = 0;            // GPUs of its node and communicator(s) with network receives
   double share() const { return static_cast<double>(entries) / static_cast<double>(entries + hidden.size()); }
 };

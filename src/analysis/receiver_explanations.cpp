@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 namespace culprit {
@@ -28,10 +29,14 @@ class ReceiverTimes {
     t.longest_by_comm[comm] = std::max(t.longest_by_comm[comm], ns);
     t.margin = std::max(t.margin, margin);
   }
-  void commit(std::vector<Evidence>& evidence) const {
+  // `receives`: the communicators each process receives in from the network.
+  void commit(const ProcessContext& context, const std::map<uint32_t, std::set<uint64_t>>& receives,
+              std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds) const {
     for (const auto& [who, t] : times_) {
       double total = 0;
       for (const auto& [comm, ns] : t.longest_by_comm) total += ns;
+      if (who.second == CulpritClass::kGpuConsumer && hold_by_slow_node_peers(who.first, total, context, receives, holds))
+        continue;
       evidence[who.first].offer(total, who.second, std::nullopt, t.margin);
     }
   }
@@ -41,8 +46,45 @@ class ReceiverTimes {
     std::map<uint64_t, double> longest_by_comm;
     double margin = 0;  // the strongest of its parts
   };
+
+  // Slow to consume in every communicator it receives in, as a GPU slow to consume is.
+  bool slow_everywhere(uint32_t process, const std::map<uint32_t, std::set<uint64_t>>& receives) const {
+    auto t = times_.find({process, CulpritClass::kGpuConsumer});
+    auto in = receives.find(process);
+    if (t == times_.end() || in == receives.end()) return false;
+    for (uint64_t comm : in->second)
+      if (!t->second.longest_by_comm.count(comm)) return false;
+    return true;
+  }
+
+  // A receiver slow to consume in some communicators and on time in others is no slow
+  // consumer: in those it feeds a GPU of its node over NVLink that is (hidden_consumers.hpp).
+  // Where such a GPU shows itself, slow in every communicator it receives in, the receiver
+  // waits on it; else its slow consumption stays its own evidence.
+  bool hold_by_slow_node_peers(uint32_t process, double ns, const ProcessContext& context,
+                               const std::map<uint32_t, std::set<uint64_t>>& receives,
+                               std::vector<WaitEdge>& holds) const {
+    if (slow_everywhere(process, receives)) return false;
+    bool held = false;
+    for (const auto& [who, t] : times_)
+      if (who.second == CulpritClass::kGpuConsumer && who.first != process &&
+          context.host_of(who.first) == context.host_of(process) && slow_everywhere(who.first, receives)) {
+        holds.push_back({process, who.first, ns, "backpressure"});
+        held = true;
+      }
+    return held;
+  }
+
   std::map<std::pair<uint32_t, CulpritClass>, Time> times_;
 };
+
+// The communicators each process receives in from the network (a data-carrying receive half).
+std::map<uint32_t, std::set<uint64_t>> receiving_comms(const ReceiverInputs& in) {
+  std::map<uint32_t, std::set<uint64_t>> comms;
+  for (size_t i = 0; i < in.facts.size(); ++i)
+    if (in.facts[i].view.has_recv) comms[in.facts[i].dst].insert(in.observations.edges[i].key.comm_hash);
+  return comms;
+}
 
 // Per host: its GPUs whose own kernels run late, in process order.
 std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInputs& in) {
@@ -98,7 +140,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     }
   }
-  times.commit(evidence);
+  times.commit(in.context, receiving_comms(in), evidence, holds);
 }
 
 }  // namespace culprit

@@ -13,8 +13,8 @@ bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ?
 }  // namespace
 
 ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
-                             const std::map<uint64_t, int32_t>& p2p_sizes)
-    : config_(config), p2p_sizes_(p2p_sizes) {
+                             const std::map<uint64_t, int32_t>& p2p_sizes, const WireGroups& wire_groups)
+    : config_(config), p2p_sizes_(p2p_sizes), wire_groups_(wire_groups) {
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
@@ -40,9 +40,8 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
 }
 
 ReceiverPeers::Kind ReceiverPeers::kind_of(const EdgeKey& key) const {
-  auto p2p = p2p_sizes_.find(key.comm_hash);
-  if (p2p != p2p_sizes_.end()) return {static_cast<uint64_t>(p2p->second), true, false};
-  return {key.comm_hash, false, combining(key)};
+  const bool p2p = p2p_sizes_.count(key.comm_hash) > 0;
+  return {wire_group_of(key.comm_hash, wire_groups_), p2p, !p2p && combining(key)};
 }
 
 bool ReceiverPeers::combining(const EdgeKey& key) const {

@@ -4,13 +4,15 @@
 //
 // Receivers that combine several network inputs on one channel (tree parents) hold early
 // data until the last input arrives: their RecvGpuWait and withheld credit are structural.
-// So receivers are judged among their own kind (same communicator, combining or not), and a
+// So receivers are judged among their own kind (same wire group, combining or not), and a
 // combining receiver's hold on an input is first reduced by how much later its latest
 // sibling input arrived (that much is explained). Send/recv communicators are different: a
 // stage's inputs from both neighbours (forward and backward) are separate calls that never
-// wait for each other, so no p2p receiver combines; and a job's replicated pipelines are the
-// same stages, so the receivers of every send/recv communicator of one size are one kind (in
-// one pipeline, a stage slow on all its inputs would be half of its kind).
+// wait for each other, so no p2p receiver combines. A kind spans a wire group (wire_groups.hpp):
+// replicas of one kind, size and chunk consume the same chunks with the same kernels, and a
+// communicator alone may be too small to judge its members by: in one pipeline a stage slow on
+// all its inputs is half of its kind, and in a data-parallel pair over several channels a slow
+// consumer holds half the connections, which moves their median halfway to it.
 //
 // Held buffers (withheld credit, slow consumption) only throttle a pipeline when they cost a
 // good part of a transfer, so those two are judged at credit_rel_floor of the step scale;
@@ -40,8 +42,9 @@ class ReceiverPeers {
  public:
   // `views` must outlive this object (it keeps pointers to them). p2p_sizes: the send/recv-only
   // communicators and their sizes (every other communicator runs collectives).
+  // wire_groups: the communicators judged together (absent: each alone).
   ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
-                const std::map<uint64_t, int32_t>& p2p_sizes = {});
+                const std::map<uint64_t, int32_t>& p2p_sizes = {}, const WireGroups& wire_groups = {});
 
   // Significant excess per step of `phase` (kSendPeerWait, kRecvFlushWait or kRecvGpuWait)
   // of connection `view` above its peers (0: none), with its margin over the tightest of its
@@ -53,7 +56,7 @@ class ReceiverPeers {
 
  private:
   using Channel = std::tuple<uint64_t, int32_t, int32_t>;  // (comm, receiving rank, channel)
-  // (comm, or the size of a send/recv communicator; whether it is one; combining)
+  // (wire group; whether it runs send/recv only; combining)
   using Kind = std::tuple<uint64_t, bool, bool>;
   struct Group {
     std::vector<std::pair<double, std::pair<uint64_t, int32_t>>> members;  // (value, (comm, receiving rank))
@@ -69,6 +72,7 @@ class ReceiverPeers {
 
   const AttributionConfig& config_;
   std::map<uint64_t, int32_t> p2p_sizes_;
+  WireGroups wire_groups_;
   std::map<Channel, int> fan_in_;  // connections into each receiving channel
   std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
   std::map<Kind, std::map<int, Group>> groups_;

@@ -127,6 +127,59 @@ TEST(ReceiverExplanations, ItsOwnSlowFlushOrConsumptionExplainsWithheldCredit) {
   EXPECT_DOUBLE_EQ(consume.evidence[2].ns, 18000);
 }
 
+// Besides kComm, a data-parallel communicator kDp over all six processes (rank = process):
+// GPU 2 receives there from 0 and GPU 3 from 1, both recorded.
+constexpr uint64_t kDp = 0x8888ull;
+struct JobWithDataParallel : Job {
+  JobWithDataParallel() {
+    for (uint32_t p = 0; p < 6; ++p) {
+      GlobalCommRank c;
+      c.comm_hash = kDp;
+      c.rank = static_cast<int32_t>(p);
+      c.process = p;
+      c.has_collective = true;
+      obs.comm_ranks.push_back(c);
+    }
+    test::add_connection(obs, facts, kDp, 0, 2, 0, kSteps);
+    test::add_connection(obs, facts, kDp, 1, 3, 0, kSteps);
+  }
+  EdgeFacts& dp_into(uint32_t receiver) { return facts[receiver == 2 ? 2 : 3]; }
+  static void consume_slowly(EdgeFacts& f, double per_step_ns) {
+    f.slow_consume = true;
+    f.anomaly[kRecvGpuWait] = per_step_ns;
+  }
+};
+
+TEST(ReceiverExplanations, AReceiverSlowToConsumeInOneCommunicatorOnlyWaitsOnItsNodesSlowConsumer) {
+  // GPU 2 consumes slowly in kComm (it feeds GPU 3 over NVLink there) and on time in kDp; GPU 3
+  // consumes slowly in kDp, its only network receives: GPU 3 is the slow consumer.
+  JobWithDataParallel job;
+  JobWithDataParallel::consume_slowly(job.into_b(), 2000);
+  JobWithDataParallel::consume_slowly(job.dp_into(3), 1500);
+  job.run();
+  EXPECT_FALSE(job.evidence[2].any());
+  EXPECT_EQ(job.evidence[3].culprit_class, CulpritClass::kGpuConsumer);
+  ASSERT_EQ(job.holds.size(), 1u);
+  expect_hold(job.holds[0], 2, 3, 20000, "backpressure");
+
+  // Slow in both of its communicators, GPU 2 is a slow consumer itself.
+  JobWithDataParallel both;
+  JobWithDataParallel::consume_slowly(both.into_b(), 2000);
+  JobWithDataParallel::consume_slowly(both.dp_into(2), 1000);
+  JobWithDataParallel::consume_slowly(both.dp_into(3), 1500);
+  both.run();
+  EXPECT_EQ(both.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(both.evidence[2].ns, 30000);
+  EXPECT_TRUE(both.holds.empty());
+
+  // With no GPU of its node slow everywhere, its slow consumption stays its own evidence.
+  JobWithDataParallel alone;
+  JobWithDataParallel::consume_slowly(alone.into_b(), 2000);
+  alone.run();
+  EXPECT_EQ(alone.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_TRUE(alone.holds.empty());
+}
+
 TEST(ReceiverExplanations, ALatePostWithItsOwnWorkMeasuredAndInOrderBlamesNobody) {
   Job job;
   job.withhold_credit();

@@ -108,9 +108,11 @@ TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
   // receivers it does. Its two inputs are not combined.
   std::vector<EdgeSummary> edges;
   std::map<uint64_t, int32_t> p2p;
+  WireGroups replicas;  // as wire_groups_of maps them: one kind, size and chunk
   for (uint64_t pipeline = 0; pipeline < 4; ++pipeline) {
     const uint64_t comm = 0x9000 + pipeline;
     p2p[comm] = 4;
+    replicas[comm] = 0x9000;
     for (int32_t stage = 0; stage < 3; ++stage)
       for (auto [src, dst] : {std::pair{stage, stage + 1}, std::pair{stage + 1, stage}})
         for (int32_t channel = 0; channel < 2; ++channel) {
@@ -122,7 +124,7 @@ TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
   }
   std::vector<EdgeView> views = views_of(edges);
   AttributionConfig cfg;
-  ReceiverPeers pooled(views, cfg, p2p);
+  ReceiverPeers pooled(views, cfg, p2p, replicas);
   ReceiverPeers per_comm(views, cfg);
   for (size_t i = 0; i < edges.size(); ++i) {
     const bool slow = edges[i].key.comm_hash == 0x9000 && edges[i].key.dst_rank == 2;
@@ -135,6 +137,35 @@ TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
   ASSERT_EQ(edges[slow_input].key.dst_rank, 2);
   EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs).ns, 0);
   EXPECT_TRUE(per_comm.combining(edges[slow_input].key));
+}
+
+TEST(ReceiverPeers, DataParallelPairsAreJudgedWithTheirReplicas) {
+  // Four data-parallel pairs (a collective communicator each, ranks 0 and 1) over three
+  // channels. Rank 1 of pair 0 consumes 40 us late per step on all its inputs: half of its
+  // pair's connections, so within the pair the median sits halfway to it; among the four
+  // pairs' receivers it stands out.
+  std::vector<EdgeSummary> edges;
+  WireGroups replicas;
+  for (uint64_t pair = 0; pair < 4; ++pair) {
+    const uint64_t comm = 0xD000 + pair;
+    replicas[comm] = 0xD000;
+    for (auto [src, dst] : {std::pair{0, 1}, std::pair{1, 0}})
+      for (int32_t channel = 0; channel < 3; ++channel) {
+        EdgeSummary e = conn(src, dst, channel, kQuiet);
+        e.key.comm_hash = comm;
+        if (pair == 0 && dst == 1) e.phase_ns[kRecvGpuWait] = 41 * 1000 * kSteps;
+        edges.push_back(e);
+      }
+  }
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers pooled(views, cfg, {}, replicas);
+  ReceiverPeers per_comm(views, cfg);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const bool slow = edges[i].key.comm_hash == 0xD000 && edges[i].key.dst_rank == 1;
+    EXPECT_EQ(pooled.anomaly(views[i], kRecvGpuWait, kCycleNs).ns > 0, slow) << i;
+  }
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 0);  // 0xD000: 0 -> 1, channel 0
 }
 
 TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
