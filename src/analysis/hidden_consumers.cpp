@@ -52,7 +52,6 @@ std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observati
       else if (!evidence[p].any() && !receive_somewhere.count(p))
         hidden.insert(p);
     }
-    for (uint32_t p : entries) hidden.erase(p);  // an entry of one communicator is seen there
     if (hidden.empty()) continue;
     out.push_back({named, std::vector<uint32_t>(hidden.begin(), hidden.end()), static_cast<uint32_t>(entries.size())});
   }

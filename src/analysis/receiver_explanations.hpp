@@ -13,12 +13,12 @@
 //   - node_interior: another GPU of its node is late by its own kernels, it waits on them;
 //   - else its own evidence: flush, gpu_consumer, or gpu_producer (a late post).
 // A slow flush or consumption without withheld credit is the receiver's own evidence unless
-// its lane is backpressured. A GPU slow to consume is so in every communicator it receives in:
-// a receiver slow in some and on time in others waits (backpressure) on the GPUs of its node
-// that are slow in every communicator they receive in, where there are any: it feeds them over
-// NVLink in the communicators where it looks slow. A receiver's own time is the longest over the channels of each
+// its lane is backpressured. A receiver's own time is the longest over the channels of each
 // communicator (they run side by side), summed over its communicators (their collectives run
-// one after another).
+// one after another). A GPU slow to consume is so in every communicator it receives in: a
+// receiver slow in some and on time in others waits (backpressure) on the GPUs of its node
+// that are slow in every communicator they receive in, where there are any; it feeds them
+// over NVLink in the communicators where it looks slow.
 #pragma once
 
 #include <vector>
