@@ -4,7 +4,8 @@
 #   1. libFuzzer: every reader target for FUZZ_SECONDS (default 10) on its seed corpus,
 #      built with clang -fsanitize=fuzzer,address,undefined (tests/fuzz/build_and_run.sh);
 #   2. an AddressSanitizer + UndefinedBehaviorSanitizer build of unit_tests, run in full.
-# About 8-11 minutes on 2 cores, most of it the sanitized build (measured with CI_JOBS=2).
+# About 11 minutes on 2 cores (CI_JOBS=2; measured 689 s: fuzzers 141 s, the sanitized build
+# 6.6 min, its tests 2.4 min).
 # Any finding fails the script (exit 1).
 #
 # Environment:
