@@ -10,7 +10,8 @@
 // entry named `gpu_consumer` is the slow consumer only where the fault sits on an entry:
 // with the fault equally likely on any GPU of the node, e / (e + h) of the time, e entries
 // and h hidden GPUs of that node and communicator. Where the fault sits on an entry, the
-// receiver explanations pick that entry (the longer of the entries' consumptions), so the
+// receiver explanations mostly pick that entry (the longer of the entries' consumptions; on
+// seven fresh seeds two nodes whose every GPU is an entry had the wrong one named), so the
 // named one's score is its calibrated confidence times that share, and the hidden GPUs are
 // listed as the other candidates.
 //
