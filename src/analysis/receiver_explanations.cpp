@@ -32,11 +32,20 @@ class ReceiverTimes {
   // `receives`: the communicators each process receives in from the network.
   void commit(const ProcessContext& context, const std::map<uint32_t, std::set<uint64_t>>& receives,
               std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds) const {
+    const std::map<std::string, std::vector<uint32_t>> slow_consumers = slow_everywhere_by_host(context, receives);
     for (const auto& [who, t] : times_) {
       double total = 0;
       for (const auto& [comm, ns] : t.longest_by_comm) total += ns;
-      if (who.second == CulpritClass::kGpuConsumer && hold_by_slow_node_peers(who.first, total, context, receives, holds))
-        continue;
+      if (who.second == CulpritClass::kGpuConsumer && !slow_everywhere(who.first, receives)) {
+        // Slow in some communicators and on time in others: no slow consumer. In the slow ones
+        // it feeds a GPU of its node over NVLink that is (hidden_consumers.hpp); where such a
+        // GPU shows itself, slow everywhere it receives, it waits on it.
+        auto peers = slow_consumers.find(context.host_of(who.first));
+        if (peers != slow_consumers.end()) {
+          for (uint32_t peer : peers->second) holds.push_back({who.first, peer, total, "backpressure"});
+          continue;
+        }
+      }
       evidence[who.first].offer(total, who.second, std::nullopt, t.margin);
     }
   }
@@ -57,22 +66,14 @@ class ReceiverTimes {
     return true;
   }
 
-  // A receiver slow to consume in some communicators and on time in others is no slow
-  // consumer: in those it feeds a GPU of its node over NVLink that is (hidden_consumers.hpp).
-  // Where such a GPU shows itself, slow in every communicator it receives in, the receiver
-  // waits on it; else its slow consumption stays its own evidence.
-  bool hold_by_slow_node_peers(uint32_t process, double ns, const ProcessContext& context,
-                               const std::map<uint32_t, std::set<uint64_t>>& receives,
-                               std::vector<WaitEdge>& holds) const {
-    if (slow_everywhere(process, receives)) return false;
-    bool held = false;
+  // Per host: its GPUs slow to consume in every communicator they receive in.
+  std::map<std::string, std::vector<uint32_t>> slow_everywhere_by_host(
+      const ProcessContext& context, const std::map<uint32_t, std::set<uint64_t>>& receives) const {
+    std::map<std::string, std::vector<uint32_t>> by_host;
     for (const auto& [who, t] : times_)
-      if (who.second == CulpritClass::kGpuConsumer && who.first != process &&
-          context.host_of(who.first) == context.host_of(process) && slow_everywhere(who.first, receives)) {
-        holds.push_back({process, who.first, ns, "backpressure"});
-        held = true;
-      }
-    return held;
+      if (who.second == CulpritClass::kGpuConsumer && slow_everywhere(who.first, receives))
+        by_host[context.host_of(who.first)].push_back(who.first);
+    return by_host;
   }
 
   std::map<std::pair<uint32_t, CulpritClass>, Time> times_;

@@ -22,6 +22,19 @@ inline void add_collective_processes(Observations& obs, uint64_t comm, const std
   }
 }
 
+// Ranks 0, 1, ... of communicator `comm` held by `members` (existing processes), in order.
+inline void add_comm_ranks(Observations& obs, uint64_t comm, const std::vector<uint32_t>& members,
+                           bool collective = true) {
+  for (size_t r = 0; r < members.size(); ++r) {
+    GlobalCommRank c;
+    c.comm_hash = comm;
+    c.rank = static_cast<int32_t>(r);
+    c.process = members[r];
+    c.has_collective = collective;
+    obs.comm_ranks.push_back(c);
+  }
+}
+
 // A connection src -> dst (ranks = processes) on `channel` over `steps` steps, both halves
 // recorded; its facts start with nothing judged.
 inline EdgeFacts& add_connection(Observations& obs, std::vector<EdgeFacts>& facts, uint64_t comm, uint32_t src,

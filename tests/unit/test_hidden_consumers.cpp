@@ -63,13 +63,7 @@ TEST(HiddenConsumers, AGpuThatReceivesFromTheNetworkElsewhereIsSeenThere) {
   Ring ring;
   // GPU 3 also holds rank 1 of a data-parallel pair with GPU 1 and receives from it there,
   // where its consumption looks normal.
-  GlobalCommRank a, b;
-  a.comm_hash = b.comm_hash = 0x5151;
-  a.rank = 0, a.process = 1;
-  b.rank = 1, b.process = 3;
-  a.has_collective = b.has_collective = true;
-  ring.obs.comm_ranks.push_back(a);
-  ring.obs.comm_ranks.push_back(b);
+  test::add_comm_ranks(ring.obs, 0x5151, {1, 3});
   test::add_connection(ring.obs, ring.facts, 0x5151, 0, 1, 0, 10).dst = 3;
   ring.facts.back().src = 1;
   EXPECT_TRUE(ring.candidates().empty());

@@ -132,14 +132,7 @@ TEST(ReceiverExplanations, ItsOwnSlowFlushOrConsumptionExplainsWithheldCredit) {
 constexpr uint64_t kDp = 0x8888ull;
 struct JobWithDataParallel : Job {
   JobWithDataParallel() {
-    for (uint32_t p = 0; p < 6; ++p) {
-      GlobalCommRank c;
-      c.comm_hash = kDp;
-      c.rank = static_cast<int32_t>(p);
-      c.process = p;
-      c.has_collective = true;
-      obs.comm_ranks.push_back(c);
-    }
+    test::add_comm_ranks(obs, kDp, {0, 1, 2, 3, 4, 5});
     test::add_connection(obs, facts, kDp, 0, 2, 0, kSteps);
     test::add_connection(obs, facts, kDp, 1, 3, 0, kSteps);
   }
@@ -232,18 +225,10 @@ TEST(ReceiverExplanations, AReceiversTimeAddsOverItsCommunicatorsNotOverChannels
   // (a sibling that feeds GPU 2 over NVLink looks like that). Channels of one communicator
   // run side by side, collectives of two run one after another: GPU 2 added 20 us, GPU 3
   // 15 us.
-  constexpr uint64_t kDp = 0x8888ull;
   Job job;
   job.facts.clear();
   job.obs.edges.clear();
-  for (uint32_t p = 0; p < 6; ++p) {
-    GlobalCommRank c;
-    c.comm_hash = kDp;
-    c.rank = static_cast<int32_t>(p);
-    c.process = p;
-    c.has_collective = true;
-    job.obs.comm_ranks.push_back(c);
-  }
+  test::add_comm_ranks(job.obs, kDp, {0, 1, 2, 3, 4, 5});
   auto slow_consumer = [&](uint64_t comm, uint32_t src, uint32_t dst, int32_t channel, double per_step_ns) {
     EdgeFacts& f = test::add_connection(job.obs, job.facts, comm, src, dst, channel, kSteps);
     f.slow_consume = true;

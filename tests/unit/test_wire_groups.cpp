@@ -19,14 +19,7 @@ struct Job {
   // A communicator over `members` (rank i = members[i]), its ring's connections moving
   // `chunk` bytes per step.
   void add_comm(uint64_t comm, const std::vector<uint32_t>& members, uint64_t chunk, bool collective = true) {
-    for (size_t r = 0; r < members.size(); ++r) {
-      GlobalCommRank c;
-      c.comm_hash = comm;
-      c.rank = static_cast<int32_t>(r);
-      c.process = members[r];
-      c.has_collective = collective;
-      obs.comm_ranks.push_back(c);
-    }
+    test::add_comm_ranks(obs, comm, members, collective);
     for (size_t r = 0; r < members.size(); ++r) {
       EdgeSummary e;
       e.key = {comm, static_cast<int32_t>(r), static_cast<int32_t>((r + 1) % members.size()), 0, 0};
