@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/busy_wire_peers.hpp"
 #include "analysis/receiver_peers.hpp"
 #include "analysis/saturated_wires.hpp"
 #include "analysis/slow_wire.hpp"
@@ -31,8 +32,33 @@ std::map<uint64_t, double> low_recv_wait_of(const std::vector<EdgeView>& views) 
   return low;
 }
 
+// The judgements of a wire by the tests that compare it with the other links of its wire group
+// (saturated_wires.hpp, busy_wire_peers.hpp).
+struct WirePeerJudgements {
+  SaturatedWireJudgement saturated;
+  BusyWireJudgement busy;
+};
+
+// A wire is judged by slow_wire.hpp's guard and by its link's peers; the strongest verdict
+// stands.
+WireJudgement strongest_wire_verdict(const EdgeView& view, const CommBaseline& base, const WirePeerJudgements& peers,
+                                     const AttributionConfig& cfg) {
+  WireJudgement wire = judge_wire(view, base, cfg);
+  if (peers.saturated.judged && peers.saturated.margin > wire.margin) {
+    wire.slow = peers.saturated.slow;
+    wire.margin = peers.saturated.margin;
+    wire.excess_per_step_ns = peers.saturated.excess_per_step_ns;
+  }
+  if (peers.busy.margin > wire.margin) {
+    wire.slow = peers.busy.slow;
+    wire.margin = peers.busy.margin;
+    wire.excess_per_step_ns = peers.busy.excess_per_step_ns;
+  }
+  return wire;
+}
+
 void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& receivers,
-                  double low_recv_wait, const SaturatedWireJudgement& saturated, const AttributionConfig& cfg) {
+                  double low_recv_wait, const WirePeerJudgements& wire_peers, const AttributionConfig& cfg) {
   for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
     bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
     if (!present) continue;
@@ -54,14 +80,7 @@ void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& r
     double late = f.view.step_ns[kRecvWait] - low_recv_wait;
     if (late > floor) f.late_data_ns = late;
   }
-  // A saturated wire is also judged against its saturated peers (saturated_wires.hpp); the
-  // stronger of the two verdicts stands.
-  WireJudgement wire = judge_wire(f.view, base, cfg);
-  if (saturated.judged && saturated.margin > wire.margin) {
-    wire.slow = saturated.slow;
-    wire.margin = saturated.margin;
-    wire.excess_per_step_ns = saturated.excess_per_step_ns;
-  }
+  const WireJudgement wire = strongest_wire_verdict(f.view, base, wire_peers, cfg);
   f.slow_link = wire.slow;
   f.link_excess_ns = wire.excess_per_step_ns;
   f.link_margin = wire.margin;
@@ -114,6 +133,8 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   out.baselines = baselines_of(views, wire_groups);
   const std::vector<SaturatedWireJudgement> saturated =
       judge_saturated_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns});
+  const std::vector<BusyWireJudgement> busy =
+      judge_busy_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns, .leave_judged_out = true});
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   ReceiverPeers receivers(views, cfg, p2p_sizes, wire_groups);
   out.edges.resize(obs.edges.size());
@@ -124,7 +145,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.src = context.process_of(k.comm_hash, k.src_rank);
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
-    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], saturated[i], cfg);
+    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
   }
   note_missing_halves(out.edges, context, out.notes);
   return out;

@@ -21,7 +21,8 @@
 //     judged in the job, so that few links need a larger departure than many.
 // The link must also be slower by min_ratio: a link less than 5 % slower cannot cost the job
 // 5 %. Every wire is also judged by slow_wire.hpp's tests (busy time and shortest send against
-// all wires of the group); the stronger verdict stands.
+// all wires of the group) and busy_wire_peers.hpp's (the same, link by link against the other
+// links' spread); the strongest verdict stands. The statistics are link_samples.hpp's.
 //
 // Not used, on purpose: the busy time of unsaturated wires as an upper bound of transfer time
 // for a communicator with few saturated links. It holds latency, but the wires that saturate
@@ -35,20 +36,9 @@
 
 #include <vector>
 
-#include "analysis/edge_stats.hpp"
+#include "analysis/link_samples.hpp"
 
 namespace culprit {
-
-struct SaturatedWireConfig {
-  double false_alarm = 1e-3;  // chance that a healthy job shows any slow saturated wire
-  double prior_sigma = 0.1;   // links of one model differ by a few percent, cables and ports more
-  double prior_df = 4;
-  double min_ratio = 1.05;    // slower than this times its peers' transfer to matter
-  double abs_floor_ns = 2000.0;  // excess per step, as AttributionConfig::abs_floor_ns
-};
-
-// Saturated links needed to measure their spread between each other.
-inline constexpr size_t kMinLinks = 3;
 
 struct SaturatedWireJudgement {
   bool judged = false;  // a saturated wire, judged here (else slow_wire's tests apply)
@@ -62,6 +52,6 @@ struct SaturatedWireJudgement {
 // with kMinLinks or more saturated links.
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
                                                           const WireGroups& groups = {},
-                                                          const SaturatedWireConfig& config = {});
+                                                          const LinkPeerConfig& config = {});
 
 }  // namespace culprit

@@ -1,0 +1,118 @@
+// judge_busy_wires: a timed wire whose busy time and shortest send both stand out from the
+// other links of its wire group, judged against the spread between links without itself.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analysis/busy_wire_peers.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xB05Full;
+constexpr uint64_t kSteps = 100;
+
+// One channel of link src->dst, unsaturated (each send alone on the wire): busy time per step
+// and the mean shortest single send (microseconds).
+EdgeSummary wire(int32_t src, int32_t dst, int32_t channel, double busy_us, double shortest_us,
+                 uint64_t comm = kComm) {
+  EdgeSummary e;
+  e.key = {comm, src, dst, channel, 0};
+  e.phase_ns[kSendWait] = static_cast<uint64_t>(1.5 * busy_us * 1000 * kSteps);
+  e.send_steps = kSteps;
+  e.send_ops = 1;
+  e.send_wire_steps = kSteps;
+  e.send_wire_busy_ns = static_cast<uint64_t>(busy_us * 1000 * kSteps);
+  e.send_wire_queued_steps = kSteps / 2;
+  e.send_wait_min_ops = 1;
+  e.send_wait_min_sum_ns = static_cast<uint64_t>(shortest_us * 1000);
+  return e;
+}
+
+std::vector<BusyWireJudgement> judge(const std::vector<EdgeSummary>& edges, const WireGroups& groups = {},
+                                     const LinkPeerConfig& config = {.leave_judged_out = true}) {
+  std::vector<EdgeView> views;
+  for (const EdgeSummary& e : edges) views.push_back(view_of(e));
+  return judge_busy_wires(views, groups, config);
+}
+
+// A ring's links, one channel each: link k moves a chunk in busy_us[k] and its shortest send
+// takes a tenth longer.
+std::vector<EdgeSummary> ring(const std::vector<double>& busy_us) {
+  std::vector<EdgeSummary> out;
+  for (size_t k = 0; k < busy_us.size(); ++k)
+    out.push_back(wire(static_cast<int32_t>(k), static_cast<int32_t>(k + 1), 0, busy_us[k], 1.1 * busy_us[k]));
+  return out;
+}
+
+TEST(BusyWirePeers, ASlowLinkAmongFiveIsSlow) {
+  // Four healthy links within 3 % of 30 us; link 2 takes 2x in both times.
+  std::vector<BusyWireJudgement> j = judge(ring({30, 30.9, 60, 29.4, 30.3}));
+  for (size_t k = 0; k < j.size(); ++k) EXPECT_EQ(j[k].slow, k == 2) << "link " << k;
+  EXPECT_GT(j[2].margin, 1.0);
+  EXPECT_NEAR(j[2].excess_per_step_ns, 60000 - 30300, 200);  // above the group's median
+}
+
+TEST(BusyWirePeers, ALinkIsNotPartOfItsOwnYardstick) {
+  // The numbers of a simulated ring of five nodes over eight channels with a 1.83x link
+  // (link 2) costing 12 %: the two directions' links move a chunk in 26 and 31 us, the slow
+  // one in 46 us and its sends queue (a shortest send ten times the others'; link 3,
+  // downstream, waits for credit in some steps).
+  const double busy[] = {31.0, 25.6, 45.9, 26.4, 32.9, 26.2, 31.3, 26.0, 31.3, 25.9};
+  const double shortest[] = {22.7, 24.4, 237, 42, 23.9, 25.5, 23.0, 26.3, 23.0, 29.6};
+  std::vector<EdgeSummary> edges;
+  for (int32_t k = 0; k < 10; ++k) edges.push_back(wire(k, (k + 1) % 10, 0, busy[k], shortest[k]));
+  std::vector<BusyWireJudgement> apart = judge(edges);
+  for (size_t k = 0; k < apart.size(); ++k) EXPECT_EQ(apart[k].slow, k == 2) << "link " << k;
+  // Among all ten, itself included, it moves the chi-square median of the spread by a place.
+  for (const BusyWireJudgement& w : judge(edges, {}, {.leave_judged_out = false})) EXPECT_FALSE(w.slow);
+}
+
+TEST(BusyWirePeers, LinksThatDifferByNatureAreNotSlow) {
+  // Eight links that differ by about 10 %, the slowest 1.2x the median: what hardware does.
+  std::vector<BusyWireJudgement> j = judge(ring({30, 33, 27.5, 31, 29, 32.5, 28, 36}));
+  for (const BusyWireJudgement& w : j) EXPECT_FALSE(w.slow);
+}
+
+TEST(BusyWirePeers, BothTheBusyTimeAndTheShortestSendMustStandOut) {
+  // Link 2's busy time is twice its peers' but its shortest send is theirs: sends paced one by
+  // one carry latency in their busy time, a slow wire lengthens every send.
+  std::vector<EdgeSummary> edges = ring({30, 30.9, 30, 29.4, 30.3});
+  edges[2] = wire(2, 3, 0, 60, 33);
+  for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
+  edges[2] = wire(2, 3, 0, 30, 66);  // and the reverse: one long send, a normal busy time
+  for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
+}
+
+TEST(BusyWirePeers, FewerThanThreeLinksAreLeftToTheOtherTests) {
+  for (const BusyWireJudgement& w : judge(ring({30, 90}))) EXPECT_FALSE(w.slow);
+}
+
+TEST(BusyWirePeers, AllChannelsOfOneLinkAreOneSample) {
+  // Three links of four channels: the slow link's four channels do not make a majority of
+  // their own, and its channels' spread is its noise.
+  std::vector<EdgeSummary> edges;
+  const double busy[] = {30, 31, 75};
+  for (int32_t k = 0; k < 3; ++k)
+    for (int32_t c = 0; c < 4; ++c) {
+      const double us = busy[k] * (1 + 0.01 * (c - 1.5));
+      edges.push_back(wire(k, k + 1, c, us, 1.1 * us));
+    }
+  std::vector<BusyWireJudgement> j = judge(edges);
+  for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i >= 8) << "view " << i;
+}
+
+TEST(BusyWirePeers, LinksAreComparedWithinTheirWireGroup) {
+  // Two communicators of three links each: one moves chunks in 30 us, the other in 60 us.
+  // Apart, nothing is slow; as one wire group, the second's links would be.
+  std::vector<EdgeSummary> edges;
+  for (int32_t k = 0; k < 3; ++k) edges.push_back(wire(k, k + 1, 0, 30 + k * 0.5, 33 + k * 0.5, 1));
+  for (int32_t k = 0; k < 3; ++k) edges.push_back(wire(k, k + 1, 0, 60 + k, 66 + k, 2));
+  for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
+  edges.push_back(wire(3, 4, 0, 120, 132, 2));  // a fourth link in the second, twice its peers
+  std::vector<BusyWireJudgement> j = judge(edges);
+  for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i == 6) << "view " << i;
+}
+
+}  // namespace
+}  // namespace culprit
