@@ -8,17 +8,19 @@
 // (slow_wire.hpp). Links of one job differ by a few percent for good (NICs, cables, switch
 // ports), and a healthy unsaturated wire's busy time also holds latency, so the yardstick is
 // the spread between the group's links, measured in logs without the link judged (a slow link
-// is no part of its own yardstick: in a ring whose two directions' links differ by a fifth, the
-// judged link moved the chi-square median of ten by a place), combined with a prior (links differ by 10 %, worth
-// four links), at a family-wise false alarm rate over every link judged in the job
-// (link_samples.hpp). Both times must clear it; each link counts once.
+// is no part of its own yardstick: in a ring whose two directions' links differ by a fifth,
+// the judged link moved the chi-square median of ten by a place), combined with a prior
+// (links differ by 10 %, worth four links), at a family-wise false alarm rate over every link
+// judged in the job (link_samples.hpp). Both times must clear it; each link counts once.
 //
 // slow_wire.hpp's fixed guard (5 robust deviations of the group's connections, the link
 // itself among them) and, for saturated wires, saturated_wires.hpp also judge every wire; the
 // strongest verdict stands.
 //
-// What it cannot tell apart: a link slower by fault from one slower by nature; among six
-// links that differ by 10 %, a link must be about 1.6x slower in both times to be named.
+// What it cannot tell apart: a link slower by fault from one slower by nature. Among six
+// links that differ by 10 %, the critical t is about 6 (8 degrees of freedom, 1e-3 over six
+// links), so a link must be about 1.8x slower in both times to be named; and a healthy
+// unsaturated link's busy time holds latency, which shrinks a slow link's departure there.
 #pragma once
 
 #include <vector>

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 
-
 namespace culprit {
 namespace {
 
