@@ -6,19 +6,24 @@
 // not before it). Noise makes single gaps differ; hardware makes GPUs differ a little for
 // good. So each gap is compared, in logs, with the same gap (same key: the collective's
 // sequence) of the rank's role peers, so that gaps of different kinds are compared like with
-// like, and a rank is judged by the median of those departures, against both:
-//   - the noise of that median, from the spread of the departures over the window, measured
-//     on the whole role (standard error ~ 1.2533 sigma / sqrt(samples): significance grows
+// like, and a rank is judged by the mean of those departures without the fifth at each end
+// (a one-off spike among five or more gaps is left out), against both:
+//   - the noise of that mean, from the spread of the departures over the window, measured
+//     on the whole role (standard error ~ 1.07 sigma / sqrt(samples): significance grows
 //     with the number of sequences, so a persistent 10 % straggler stands out where a one-off
 //     spike does not);
-//   - the static spread between healthy GPUs, measured on the whole job but the judged GPU
-//     (the variance at which the departures, each with its own noise, look like draws of one
-//     normal law: a chi-square median, robust to the other stragglers), combined with a
-//     prior for jobs too small to measure it.
-// The threshold is a Student t critical value (Welch-Satterthwaite degrees of freedom) at a
-// family-wise false alarm rate, so a small job with few GPUs to compare needs a larger
-// departure than a large one, and nothing is tuned to a fault size. A straggler must also
-// matter: its extra time per period at least min_share of the period (docs/attribution.md).
+//   - the static spread between healthy GPUs: the other GPUs' departures (the judged GPU's
+//     left out), whose variance holds that spread and their own noise (clipped at 4
+//     deviations, robust to the other stragglers), combined with a prior for jobs too small
+//     to measure it.
+// The threshold is a Student t critical value at a family-wise false alarm rate. Its degrees
+// of freedom are what the yardstick is really worth: one per other GPU (not per gap: the
+// spread between GPUs is measured by the GPUs), the noise estimate at the efficiency of a
+// median, the prior's pseudo-observations (Welch-Satterthwaite). So a small job with few GPUs
+// to compare needs a larger departure than a large one, nothing is tuned to a fault size, and
+// healthy jobs raise about the design rate of alarms (measured by simulation, the unit test).
+// A straggler must also matter: its extra time per period at least min_share of the period
+// (docs/attribution.md).
 #pragma once
 
 #include <cstdint>

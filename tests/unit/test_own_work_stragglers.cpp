@@ -139,6 +139,35 @@ TEST(OwnWorkStragglers, HardwareSpreadIsNotAStragglerButAFaultWellBeyondItIs) {
   EXPECT_EQ(named(faulty), std::vector<uint32_t>{9});
 }
 
+// Jobs with a false alarm among `jobs` healthy jobs of `ranks` GPUs whose speeds differ by
+// `hetero` (log-normal sigma), seven gaps each at `jitter`.
+int healthy_jobs_with_an_alarm(int ranks, double hetero, double jitter, int jobs) {
+  int alarms = 0;
+  for (int k = 0; k < jobs; ++k) {
+    Job job;
+    job.seed = 5000 + static_cast<uint32_t>(k);
+    job.ranks = ranks;
+    job.samples = 7;
+    job.hetero = hetero;
+    job.jitter = jitter;
+    alarms += named(job).empty() ? 0 : 1;
+  }
+  return alarms;
+}
+
+TEST(OwnWorkStragglers, HealthyJobsRaiseAlarmsAtAboutTheDesignRate) {
+  // The test is built for one false alarm in a thousand healthy jobs. It holds only if the
+  // yardstick's uncertainty is counted honestly: the spread between GPUs measured once per
+  // other GPU (not once per gap), the noise estimate worth the efficiency of a median. Among
+  // GPUs that differ by 10 %, counting the spread's estimate as surer than it is raised an
+  // alarm in 2-3 % of jobs of 16 GPUs and 1 % of 64 (measured before the yardstick was the
+  // others' whole variance with the degrees of freedom of the other GPUs).
+  const int jobs = 1000;
+  const int alarms = healthy_jobs_with_an_alarm(16, 0.1, 0.15, jobs) + healthy_jobs_with_an_alarm(64, 0.1, 0.15, jobs);
+  // 2 expected in 2000 jobs; 8 is the Poisson bound that 2 exceeds once in a thousand.
+  EXPECT_LE(alarms, 8);
+}
+
 TEST(OwnWorkStragglers, GapsOfDifferentKindsAreComparedGapByGap) {
   // Gaps of two very different kinds (say, before a forward and a backward collective):
   // compared with the same gap of the role peers, a 1.5x straggler among four is clear; the
@@ -226,7 +255,9 @@ TEST(OwnWorkStragglers, AStragglerIsNotPartOfItsOwnYardstick) {
     found_both += found == std::vector<uint32_t>{1, 1} ? 1 : 0;
     for (uint32_t p : found) false_roots += p != 1 ? 1 : 0;
   }
-  EXPECT_GE(found_both, 30);  // measured: 33 of 40; with the straggler in the pool, 11
+  // Measured: 27 of 40; with the straggler in the pool, 11. (33 while the other two GPUs'
+  // four departures counted as four measurements of the spread, not two.)
+  EXPECT_GE(found_both, 24);
   EXPECT_EQ(false_roots, 0);
   // The same shape without a straggler names nobody, over many draws.
   for (uint32_t seed = 1; seed <= 40; ++seed) {
