@@ -29,9 +29,10 @@ constexpr size_t kMinPool = 3;
 constexpr double kUnmeasuredRatio = 1.5;
 
 // A rank's departure from the typical gaps of its role, and the variance of that departure
-// due to noise.
+// due to noise; or a process's, from its ranks' (combined_by_process).
 struct Departure {
-  const GapObservation* rank = nullptr;
+  uint32_t process = 0;
+  std::vector<const GapObservation*> ranks;  // whose gaps it is made of
   double log_excess = 0;
   // The noise of that departure (gap by gap it carries the reference's noise too), and the
   // degrees of freedom of its estimate; 0 where only sums are known.
@@ -125,7 +126,8 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
   const double role_sigma = kPairToSigma * median_of(differences);
   for (size_t i = 0; i < members.size(); ++i) {
     Departure d;
-    d.rank = members[i];
+    d.process = members[i]->process;
+    d.ranks = {members[i]};
     d.in_pool = members.size() >= kMinPool;
     if (paired[i].count > 0) {
       d.log_excess = paired[i].typical;
@@ -139,13 +141,55 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
   }
 }
 
+// One departure of a process from its departures in several roles of the pool (a GPU in a
+// world and a data-parallel communicator): the gaps before either are its own work, at its
+// one speed, with independent noise, so together they measure that speed more precisely than
+// either, and the GPU is one test, not one per communicator. Weighted by their noise (equally
+// where only sums are known); the degrees of freedom of the combined noise by
+// Welch-Satterthwaite.
+Departure combined(const std::vector<const Departure*>& parts) {
+  Departure c;
+  c.process = parts.front()->process;
+  c.in_pool = true;
+  bool weighed = true;
+  for (const Departure* d : parts) weighed = weighed && d->noise_var > 0;
+  double weight_sum = 0, sum = 0;
+  for (const Departure* d : parts) {
+    const double w = weighed ? 1 / d->noise_var : 1.0;
+    weight_sum += w;
+    sum += w * d->log_excess;
+    c.ranks.insert(c.ranks.end(), d->ranks.begin(), d->ranks.end());
+  }
+  c.log_excess = sum / weight_sum;
+  double df_denominator = 0;
+  for (const Departure* d : parts) {
+    const double w = weighed ? 1 / d->noise_var : 1.0;
+    const double share = w * w * d->noise_var / (weight_sum * weight_sum);
+    c.noise_var += share;
+    df_denominator += share * share / d->noise_df;
+  }
+  c.noise_df = df_denominator > 0 ? c.noise_var * c.noise_var / df_denominator : 1;
+  return c;
+}
+
+std::vector<Departure> combined_by_process(const std::vector<Departure>& departures) {
+  std::map<uint32_t, std::vector<const Departure*>> pooled;
+  std::vector<Departure> out;
+  for (const Departure& d : departures) {
+    if (d.in_pool) pooled[d.process].push_back(&d);
+    else out.push_back(d);  // from one other rank: judged apart (it carries that rank's speed)
+  }
+  for (const auto& [process, parts] : pooled) out.push_back(parts.size() == 1 ? *parts.front() : combined(parts));
+  return out;
+}
+
 std::vector<Departure> departures_of(const std::vector<GapObservation>& ranks) {
   std::map<uint64_t, std::vector<const GapObservation*>> roles;
   for (const GapObservation& r : ranks) roles[r.role].push_back(&r);
   std::vector<Departure> out;
   for (const auto& [role, members] : roles)
     if (members.size() >= 2) judge_role(members, out);  // alone: nobody does the same work
-  return out;
+  return combined_by_process(out);
 }
 
 // What a judged rank's departure is measured against: the departures of every other GPU of
@@ -171,14 +215,14 @@ Yardstick yardstick_without(const std::vector<Departure>& departures, uint32_t j
   std::vector<uint32_t> processes;
   Yardstick y;
   for (const Departure& d : departures)
-    if (d.in_pool && d.rank->process != judged) {
+    if (d.in_pool && d.process != judged) {
       pool.push_back(d.log_excess);
-      processes.push_back(d.rank->process);
+      processes.push_back(d.process);
       y.noise_mean += d.noise_var;
     }
   std::sort(processes.begin(), processes.end());
   const size_t others = static_cast<size_t>(std::unique(processes.begin(), processes.end()) - processes.begin());
-  if (pool.size() < kMinPool || others < 2) {
+  if (others < 2) {
     y.unmeasured = config.prior_df <= 0;
     y.noise_mean = 0;
     return y;
@@ -278,15 +322,22 @@ std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservati
   const double tail = config.false_alarm / static_cast<double>(std::max<size_t>(1, departures.size()));
   std::vector<OwnWorkStraggler> out;
   for (const Departure& d : departures) {
-    const GapObservation& r = *d.rank;
     if (d.log_excess <= 0) continue;
-    const double excess_per_gap = r.mean_gap_ns * (1 - std::exp(-d.log_excess));
-    if (excess_per_gap < config.min_excess_ns || excess_per_gap < config.min_share * r.mean_period_ns) continue;
+    // Its extra own time over all its ranks' gaps, and per gap and period on average.
+    double excess_ns = 0, gaps = 0, period_ns = 0;
+    for (const GapObservation* r : d.ranks) {
+      excess_ns += r->mean_gap_ns * (1 - std::exp(-d.log_excess)) * r->samples;
+      gaps += r->samples;
+      period_ns += r->mean_period_ns * r->samples;
+    }
+    if (gaps <= 0) continue;
+    const double excess_per_gap = excess_ns / gaps, period_per_gap = period_ns / gaps;
+    if (excess_per_gap < config.min_excess_ns || excess_per_gap < config.min_share * period_per_gap) continue;
     OwnWorkStraggler s;
-    s.process = r.process;
-    s.excess_ns = excess_per_gap * r.samples;
-    judge_against(d, yardsticks.without(r.process), config, tail, s);
-    s.margin = straggler_margin(s, excess_per_gap, r.mean_period_ns, config);
+    s.process = d.process;
+    s.excess_ns = excess_ns;
+    judge_against(d, yardsticks.without(d.process), config, tail, s);
+    s.margin = straggler_margin(s, excess_per_gap, period_per_gap, config);
     if (judged) judged->push_back(s);
     if (s.t > s.critical_t) out.push_back(s);
   }

@@ -71,7 +71,9 @@ struct OwnWorkStraggler {
 double straggler_margin(const OwnWorkStraggler& s, double excess_per_gap_ns, double period_ns,
                         const StragglerConfig& config);
 
-// Ranks that are stragglers; a process may appear once per communicator rank it holds.
+// GPUs that are stragglers. A GPU's departures in every role of three or more ranks are
+// combined into one (its gaps before either are its own work at its one speed); a departure
+// from the other rank of a two-rank role is judged apart, so a process may appear twice.
 // `judged`, when given, receives every rank slower than its role that matters (significant
 // or not), for the diagnostics of whoever audits a verdict.
 std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,
