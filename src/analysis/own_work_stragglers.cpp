@@ -172,13 +172,17 @@ Departure combined(const std::vector<const Departure*>& parts) {
   return c;
 }
 
+// A departure from the other rank of a two-rank role compares a GPU with one other GPU; it
+// is judged only for a GPU that has no departure in the pool, which judges its speed against
+// all the others: a second, weaker test of the same question would only cost the family-wise
+// bound a test.
 std::vector<Departure> combined_by_process(const std::vector<Departure>& departures) {
   std::map<uint32_t, std::vector<const Departure*>> pooled;
-  std::vector<Departure> out;
-  for (const Departure& d : departures) {
+  for (const Departure& d : departures)
     if (d.in_pool) pooled[d.process].push_back(&d);
-    else out.push_back(d);  // from one other rank: judged apart (it carries that rank's speed)
-  }
+  std::vector<Departure> out;
+  for (const Departure& d : departures)
+    if (!d.in_pool && !pooled.contains(d.process)) out.push_back(d);
   for (const auto& [process, parts] : pooled) out.push_back(parts.size() == 1 ? *parts.front() : combined(parts));
   return out;
 }

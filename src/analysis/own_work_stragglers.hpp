@@ -72,8 +72,9 @@ double straggler_margin(const OwnWorkStraggler& s, double excess_per_gap_ns, dou
                         const StragglerConfig& config);
 
 // GPUs that are stragglers. A GPU's departures in every role of three or more ranks are
-// combined into one (its gaps before either are its own work at its one speed); a departure
-// from the other rank of a two-rank role is judged apart, so a process may appear twice.
+// combined into one (its gaps before either are its own work at its one speed); one from the
+// other rank of a two-rank role is judged only for a GPU without such a departure (one per
+// two-rank role it holds).
 // `judged`, when given, receives every rank slower than its role that matters (significant
 // or not), for the diagnostics of whoever audits a verdict.
 std::vector<OwnWorkStraggler> own_work_stragglers(const std::vector<GapObservation>& ranks,

@@ -310,5 +310,30 @@ TEST(OwnWorkStragglers, AGpuIsJudgedOnceFromItsGapsInEveryCommunicator) {
   EXPECT_EQ(false_roots, 0);
 }
 
+TEST(OwnWorkStragglers, APairIsJudgedOnlyForAGpuOutsideThePool) {
+  // Eight GPUs in a world communicator and four data-parallel pairs (two nodes of four). A
+  // GPU's world departure judges its speed against the seven others; its pair departure
+  // against one, a weaker test of the same question. Judged once, from the world.
+  Job world, pairs;
+  world.ranks = pairs.ranks = 8;
+  world.jitter = pairs.jitter = 0.1;
+  world.straggler = pairs.straggler = 3;
+  world.factor = pairs.factor = 3.0;
+  pairs.seed = 99;
+  std::vector<GapObservation> ranks = world.build();
+  for (GapObservation g : pairs.build()) {
+    g.role = 20 + g.process % 4;  // pairs {0, 4}, {1, 5}, {2, 6}, {3, 7}
+    ranks.push_back(g);
+  }
+  std::vector<uint32_t> found;
+  for (const OwnWorkStraggler& s : own_work_stragglers(ranks)) found.push_back(s.process);
+  EXPECT_EQ(found, std::vector<uint32_t>{3});
+  // Without the world, the pairs are all there is: GPU 3 is judged against GPU 7.
+  std::vector<GapObservation> only_pairs(ranks.begin() + 8, ranks.end());
+  found.clear();
+  for (const OwnWorkStraggler& s : own_work_stragglers(only_pairs)) found.push_back(s.process);
+  EXPECT_EQ(found, std::vector<uint32_t>{3});
+}
+
 }  // namespace
 }  // namespace culprit
