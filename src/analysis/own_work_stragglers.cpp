@@ -38,8 +38,9 @@ struct Departure {
   // degrees of freedom of its estimate; 0 where only sums are known.
   double noise_var = 0, noise_df = 1;
   // Its role has enough members to measure the job's spread. Where it has not (two ranks),
-  // the departure is from the other rank, whose own speed it carries too.
+  // the departure is from the other rank, `partner`, whose own speed it carries too.
   bool in_pool = false;
+  uint32_t partner = 0;
 };
 
 // The ranks of a role that have one gap, and the typical value of that gap: the median over
@@ -129,6 +130,7 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
     d.process = members[i]->process;
     d.ranks = {members[i]};
     d.in_pool = members.size() >= kMinPool;
+    if (members.size() == 2) d.partner = members[1 - i]->process;
     if (paired[i].count > 0) {
       d.log_excess = paired[i].typical;
       const double se = kTrimmedMeanEfficiency * role_sigma / std::sqrt(paired[i].count);
@@ -172,17 +174,38 @@ Departure combined(const std::vector<const Departure*>& parts) {
   return c;
 }
 
-// A departure from the other rank of a two-rank role compares a GPU with one other GPU; it
-// is judged only for a GPU that has no departure in the pool, which judges its speed against
-// all the others: a second, weaker test of the same question would only cost the family-wise
-// bound a test.
+// A departure from the other rank of a two-rank role (a data-parallel pair) compares a GPU
+// with one other GPU. Where both have a departure in the pool, the pair's plus the partner's
+// is one more measurement of the GPU's own departure from the pool (the partner's speed
+// cancels), with the noise of both and none of the GPU's pool departure, so it joins that
+// departure. Where the GPU has none in the pool, the pair's is judged on its own; where only
+// the partner has none, it is a second, weaker test of what the pool already judges, and
+// would only cost the family-wise bound a test.
 std::vector<Departure> combined_by_process(const std::vector<Departure>& departures) {
   std::map<uint32_t, std::vector<const Departure*>> pooled;
   for (const Departure& d : departures)
     if (d.in_pool) pooled[d.process].push_back(&d);
-  std::vector<Departure> out;
-  for (const Departure& d : departures)
-    if (!d.in_pool && !pooled.contains(d.process)) out.push_back(d);
+  std::map<uint32_t, Departure> pool_departure;  // per process, from its pool roles alone
+  for (const auto& [process, parts] : pooled)
+    pool_departure.emplace(process, parts.size() == 1 ? *parts.front() : combined(parts));
+  std::vector<Departure> out, bridged;
+  for (const Departure& d : departures) {
+    if (d.in_pool) continue;
+    auto own = pool_departure.find(d.process), partner = pool_departure.find(d.partner);
+    if (own == pool_departure.end()) {
+      out.push_back(d);
+    } else if (partner != pool_departure.end() && d.noise_var > 0 && partner->second.noise_var > 0) {
+      Departure b = d;
+      b.in_pool = true;
+      b.log_excess = d.log_excess + partner->second.log_excess;
+      b.noise_var = d.noise_var + partner->second.noise_var;
+      b.noise_df = b.noise_var * b.noise_var /
+                   (d.noise_var * d.noise_var / d.noise_df +
+                    partner->second.noise_var * partner->second.noise_var / partner->second.noise_df);
+      bridged.push_back(b);
+    }
+  }
+  for (const Departure& b : bridged) pooled[b.process].push_back(&b);
   for (const auto& [process, parts] : pooled) out.push_back(parts.size() == 1 ? *parts.front() : combined(parts));
   return out;
 }
