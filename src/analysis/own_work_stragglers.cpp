@@ -22,9 +22,10 @@ constexpr double kPairToSigma = 1.0483;  // 1 / (sqrt(2) x 0.6745)
 // A scale measured by a median of absolute values is worth this share of as many squares (its
 // asymptotic efficiency): the degrees of freedom the noise estimate really has.
 constexpr double kMedianScaleEfficiency = 0.37;
-// Fewer departures than this measure no spread between GPUs.
+// A role of fewer ranks has no typical gap that one straggler cannot move: its departures
+// are from the other rank, and stay out of the pool that measures the spread between GPUs.
 constexpr size_t kMinPool = 3;
-// With no spread measurable (fewer than kMinPool ranks to compare) and no prior configured
+// With no spread measurable (fewer than two other GPUs in the pool) and no prior configured
 // (prior_df 0), only a GPU this many times slower than its peer is named.
 constexpr double kUnmeasuredRatio = 1.5;
 
