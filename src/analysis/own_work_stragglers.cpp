@@ -156,22 +156,22 @@ Departure combined(const std::vector<const Departure*>& parts) {
   c.in_pool = true;
   bool weighed = true;
   for (const Departure* d : parts) weighed = weighed && d->noise_var > 0;
+  std::vector<double> weights;
   double weight_sum = 0, sum = 0;
   for (const Departure* d : parts) {
-    const double w = weighed ? 1 / d->noise_var : 1.0;
-    weight_sum += w;
-    sum += w * d->log_excess;
+    weights.push_back(weighed ? 1 / d->noise_var : 1.0);
+    weight_sum += weights.back();
+    sum += weights.back() * d->log_excess;
     c.ranks.insert(c.ranks.end(), d->ranks.begin(), d->ranks.end());
   }
   c.log_excess = sum / weight_sum;
-  double df_denominator = 0;
-  for (const Departure* d : parts) {
-    const double w = weighed ? 1 / d->noise_var : 1.0;
-    const double share = w * w * d->noise_var / (weight_sum * weight_sum);
-    c.noise_var += share;
-    df_denominator += share * share / d->noise_df;
+  std::vector<PooledVariance> shares;  // each part's noise in the weighted mean
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const double w = weights[k] / weight_sum;
+    shares.push_back({w * w * parts[k]->noise_var, parts[k]->noise_df});
+    c.noise_var += shares.back().variance;
   }
-  c.noise_df = df_denominator > 0 ? c.noise_var * c.noise_var / df_denominator : 1;
+  c.noise_df = c.noise_var > 0 ? welch_satterthwaite_df(c.noise_var, shares) : 1;
   return c;
 }
 
@@ -200,9 +200,8 @@ std::vector<Departure> combined_by_process(const std::vector<Departure>& departu
       b.in_pool = true;
       b.log_excess = d.log_excess + partner->second.log_excess;
       b.noise_var = d.noise_var + partner->second.noise_var;
-      b.noise_df = b.noise_var * b.noise_var /
-                   (d.noise_var * d.noise_var / d.noise_df +
-                    partner->second.noise_var * partner->second.noise_var / partner->second.noise_df);
+      const PooledVariance both[] = {{d.noise_var, d.noise_df}, {partner->second.noise_var, partner->second.noise_df}};
+      b.noise_df = welch_satterthwaite_df(b.noise_var, both);
       bridged.push_back(b);
     }
   }
@@ -239,18 +238,14 @@ struct Yardstick {
 };
 
 Yardstick yardstick_without(const std::vector<Departure>& departures, uint32_t judged, const StragglerConfig& config) {
-  std::vector<double> pool;
-  std::vector<uint32_t> processes;
+  std::vector<double> pool;  // one departure per other GPU (combined_by_process)
   Yardstick y;
   for (const Departure& d : departures)
     if (d.in_pool && d.process != judged) {
       pool.push_back(d.log_excess);
-      processes.push_back(d.process);
       y.noise_mean += d.noise_var;
     }
-  std::sort(processes.begin(), processes.end());
-  const size_t others = static_cast<size_t>(std::unique(processes.begin(), processes.end()) - processes.begin());
-  if (others < 2) {
+  if (pool.size() < 2) {
     y.unmeasured = config.prior_df <= 0;
     y.noise_mean = 0;
     return y;
@@ -260,9 +255,7 @@ Yardstick yardstick_without(const std::vector<Departure>& departures, uint32_t j
   y.center = median_of(scratch);
   for (double& v : pool) v -= y.center;
   y.measured = clipped_variance_of(pool);
-  // A process's departures in several communicators share its speed: the spread is measured
-  // once per process, not once per departure.
-  y.measured_df = static_cast<double>(others - 1);
+  y.measured_df = static_cast<double>(pool.size() - 1);
   y.center_var = kMedianEfficiency * kMedianEfficiency * y.measured / static_cast<double>(pool.size());
   return y;
 }
@@ -294,11 +287,10 @@ void judge_against(const Departure& d, const Yardstick& y, const StragglerConfig
   const double measured_part = speeds * weight * (between.variance + y.noise_mean);
   const double prior_part = speeds * (1 - weight) * between.variance;
   const double own_part = std::max(0.0, d.noise_var - speeds * weight * y.noise_mean);
-  double var_of_var = own_part * own_part / std::max(1.0, d.noise_df);
-  if (y.measured_df > 0) var_of_var += measured_part * measured_part / y.measured_df;
-  if (config.prior_df > 0) var_of_var += prior_part * prior_part / config.prior_df;
-  const double df = var_of_var > 0 ? var * var / var_of_var : 1e6;
-  s.critical_t = critical_t(df, tail);
+  std::vector<PooledVariance> parts = {{own_part, d.noise_df}};
+  if (y.measured_df > 0) parts.push_back({measured_part, y.measured_df});
+  if (config.prior_df > 0) parts.push_back({prior_part, config.prior_df});
+  s.critical_t = critical_t(welch_satterthwaite_df(var, parts), tail);
   const double departure = d.log_excess - center;
   s.t = var > 0 ? departure / std::sqrt(var) : std::numeric_limits<double>::infinity();
 }

@@ -70,6 +70,12 @@ PooledVariance with_prior(double measured, double df, double prior_sigma, double
   return {(prior_df * prior_sigma * prior_sigma + df * measured) / total, total};
 }
 
+double welch_satterthwaite_df(double total, std::span<const PooledVariance> terms) {
+  double denominator = 0;
+  for (const PooledVariance& term : terms) denominator += term.variance * term.variance / std::max(1.0, term.df);
+  return denominator > 0 ? total * total / denominator : 1e6;
+}
+
 double critical_t(double df, double tail) {
   df = std::clamp(df, 1.0, 1e6);
   boost::math::students_t dist(df);

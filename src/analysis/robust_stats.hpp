@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <vector>
 
 namespace culprit {
@@ -36,6 +37,11 @@ struct PooledVariance {
   double df = 0;
 };
 PooledVariance with_prior(double measured, double df, double prior_sigma, double prior_df);
+
+// The degrees of freedom of an estimate `total` made of estimated variances, each with its
+// own degrees of freedom (Welch-Satterthwaite: total^2 / sum(variance^2 / df)); 1e6 (known)
+// where no term is uncertain. Terms of no degrees of freedom count as one.
+double welch_satterthwaite_df(double total, std::span<const PooledVariance> terms);
 
 // The one-sided Student t critical value for a tail probability.
 double critical_t(double df, double tail);

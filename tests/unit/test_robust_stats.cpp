@@ -83,6 +83,18 @@ TEST(RobustStats, PriorWeighsAsPseudoObservations) {
   EXPECT_EQ(with_prior(0.3, 0, 0, 0).variance, 0.3);
 }
 
+TEST(RobustStats, WelchSatterthwaiteCountsTheDegreesOfASumOfEstimates) {
+  // Two equal variances on 10 degrees each: their sum is worth 20.
+  const PooledVariance equal[] = {{1.0, 10}, {1.0, 10}};
+  EXPECT_NEAR(welch_satterthwaite_df(2.0, equal), 20.0, 1e-12);
+  // A dominant term on 4 degrees drags the sum down to about its own.
+  const PooledVariance uneven[] = {{9.0, 4}, {1.0, 1000}};
+  EXPECT_NEAR(welch_satterthwaite_df(10.0, uneven), 100.0 / (81.0 / 4 + 1.0 / 1000), 1e-9);
+  // Nothing uncertain: known.
+  const PooledVariance none[] = {{0.0, 5}};
+  EXPECT_EQ(welch_satterthwaite_df(1.0, none), 1e6);
+}
+
 TEST(RobustStats, CriticalValuesOfStudentT) {
   EXPECT_NEAR(critical_t(10, 0.025), 2.228, 0.001);
   EXPECT_NEAR(critical_t(1e6, 0.05), 1.645, 0.001);
