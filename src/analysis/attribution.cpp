@@ -5,8 +5,9 @@
 //                       inflight_hang.hpp, flight_recorder_hang.hpp
 //   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp
 //   5. wait-for graph   wait_graph.hpp: roots of the anomaly edges, victims along data_flow.hpp
-//   6. blame and score  blame.hpp; hidden_consumers.hpp shares a slow consumer's score with
-//                       the GPUs of its node that would look the same
+//   6. blame and score  blame.hpp; consumer_position.hpp moves a slow consumer to the GPU of its
+//                       node where the data waits; hidden_consumers.hpp shares the score of one
+//                       it cannot place with the GPUs of its node that would look the same
 #include "analysis/attribution.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "analysis/blame.hpp"
 #include "analysis/connection_facts.hpp"
+#include "analysis/consumer_position.hpp"
 #include "analysis/data_flow.hpp"
 #include "analysis/flight_recorder_hang.hpp"
 #include "analysis/flight_recorder_join.hpp"
@@ -140,14 +142,21 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);
   mark_hangs(obs, context, in_flight, evidence);
-  const std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
+  std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_slow_workers(own_delay, holds);
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);
-  share_with_hidden_consumers(hidden_consumer_candidates(obs, facts.edges, context, evidence, roots), context,
+  const std::vector<ConsumerPlacement> placements = place_slow_consumers(obs, facts.edges, context, evidence, roots);
+  apply_consumer_placements(placements, context, evidence, roots, out.notes);
+  std::vector<uint32_t> unplaced = roots;
+  for (const ConsumerPlacement& p : placements) {
+    std::erase(unplaced, p.placed);
+    named_by[p.placed] = named_by[p.named];
+  }
+  share_with_hidden_consumers(hidden_consumer_candidates(obs, facts.edges, context, evidence, unplaced), context,
                               evidence, out.notes);
   std::vector<WaitEdge> flow = data_flow_edges(obs, facts.edges, context);
   flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());

@@ -66,6 +66,16 @@ struct CommRankFixed {
   // durations (KernelCh, coll_perf), else the span of its proxy ops per operation; 0 when
   // no input times them. The denominator of a root's job_share.
   uint64_t busy_sum_ns = 0;
+  // Passage lags (pipeline/passage_lag.hpp), in steps of the channel's pace, summed over the
+  // window's (collective, channel) samples: as the node's entry of a channel (its network
+  // receive), the time from its freeing a slot to the node's exit sending that data on; as the
+  // exit, that lag less the backlog it would show if the GPUs before it held every slot.
+  double entry_lag_sum = 0;
+  double entry_lag_sq_sum = 0;
+  double exit_shortfall_sum = 0;
+  double exit_shortfall_sq_sum = 0;
+  uint32_t entry_lag_samples = 0;
+  uint32_t exit_shortfall_samples = 0;
 };
 static_assert(std::is_trivially_copyable_v<CommRankFixed>);
 

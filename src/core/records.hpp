@@ -44,6 +44,15 @@ struct ProxyOpRecord {
   // GPU slow to consume is slow on every slot; waiting for a sibling input or an output slot
   // lengthens only the steps that found them late.
   uint64_t recv_gpu_wait_min_ns = 0;
+  // When the GPU handed each recorded step's slot over (a receive: RecvGpuWait's end, the
+  // slot freed; a send: SendGpuWait's end, the data ready), as a line over the step number:
+  // the mean end on the recording process's own clock, the mean step number and the slope
+  // (ns per step, least squares), over handoff_steps steps (0: unknown; the slope needs 3).
+  // A node's receive and send of one channel, set on one clock, show where along the node's
+  // GPUs the data waits (pipeline/passage_lag.hpp).
+  int64_t handoff_mean_ns = 0;
+  double handoff_step_mean = 0;
+  double handoff_ns_per_step = 0;
   uint32_t process = 0;        // index into the reading node's local process table
   int32_t rank = -1;           // communicator rank of the recording process
   int32_t peer = -1;           // communicator rank of the remote end
@@ -60,6 +69,7 @@ struct ProxyOpRecord {
   // queued behind it, so the wire's time on them is one transfer, free of latency. A wire
   // that queues nearly every step is saturated: its busy time per step is its transfer time.
   uint32_t wire_queued_steps = 0;
+  uint32_t handoff_steps = 0;
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
@@ -71,6 +81,9 @@ struct KernelStartRecord {
   uint64_t seq = 0;              // collective SeqNum; meaningless for p2p
   uint64_t start_gpu_clk_ns = 0;
   uint64_t stop_gpu_clk_ns = 0;  // maximum StopGpuClk over channels, 0 when not recorded
+  // The time on the recording process's own clock of the KernelCh event whose StartGpuClk is
+  // start_gpu_clk_ns (0: unknown): the two clocks' offset, within the profiler's polling.
+  int64_t start_host_ns = 0;
   uint32_t process = 0;
   int32_t rank = -1;
   uint8_t is_p2p = 0;            // a Send or Recv: counts for the GPU's gaps only

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -124,6 +125,7 @@ struct Context {
   bool process_known = false;
   uint32_t process = 0;
   uint64_t min_start_clk = 0;
+  int64_t min_start_host_ns = 0;  // the ts of the KernelCh event with min_start_clk
   uint64_t max_stop_clk = 0;
 };
 
@@ -329,7 +331,10 @@ class TraceParser {
         uint32_t ctx = innermost_context();
         if (ctx != kNoContext && parse_u64(ev.arg("StartGpuClk"), &clk) && clk > 0) {
           Context& c = contexts_[ctx];
-          c.min_start_clk = c.min_start_clk == 0 ? clk : std::min(c.min_start_clk, clk);
+          if (c.min_start_clk == 0 || clk < c.min_start_clk) {
+            c.min_start_clk = clk;
+            c.min_start_host_ns = ev.ts_ns;
+          }
           // Only channel 0 carries StopGpuClk from 2.28 on (others print 0): take the max.
           uint64_t stop = 0;
           if (parse_u64(ev.arg("StopGpuClk"), &stop) && stop > clk) c.max_stop_clk = std::max(c.max_stop_clk, stop);
@@ -455,6 +460,7 @@ class TraceParser {
       k.seq = c.seq;
       k.start_gpu_clk_ns = c.min_start_clk;
       k.stop_gpu_clk_ns = c.max_stop_clk;
+      k.start_host_ns = c.min_start_host_ns;
       k.process = c.process;
       k.rank = c.rank;
       k.is_p2p = c.is_p2p ? 1 : 0;
@@ -549,6 +555,33 @@ class TraceParser {
     return *kept ? StepVerdict::kComplete : StepVerdict::kStale;
   }
 
+  // The handoff line of the op being closed (ProxyOpRecord::handoff_mean_ns): times relative
+  // to the first so that the sums stay exact in doubles.
+  void fit_handoff_line(ProxyOpRecord& r) {
+    const size_t n = handoffs_.size();
+    if (n >= 3) {
+      const int64_t origin = handoffs_[0].second;
+      double sk = 0, st = 0;
+      for (const auto& [k, t] : handoffs_) {
+        sk += static_cast<double>(k);
+        st += static_cast<double>(t - origin);
+      }
+      const double mk = sk / static_cast<double>(n), mt = st / static_cast<double>(n);
+      double skk = 0, skt = 0;
+      for (const auto& [k, t] : handoffs_) {
+        skk += (static_cast<double>(k) - mk) * (static_cast<double>(k) - mk);
+        skt += (static_cast<double>(k) - mk) * (static_cast<double>(t - origin) - mt);
+      }
+      if (skk > 0) {
+        r.handoff_mean_ns = origin + static_cast<int64_t>(std::llround(mt));
+        r.handoff_step_mean = mk;
+        r.handoff_ns_per_step = skt / skk;
+        r.handoff_steps = static_cast<uint32_t>(n);
+      }
+    }
+    handoffs_.clear();
+  }
+
   void close_op(int64_t end_ts) {
     if (!op_.open) return;
     op_.open = false;
@@ -618,8 +651,11 @@ class TraceParser {
       }
       if (r.is_send && (c.kept & (1u << kSendWait)))
         wire_.emplace_back(c.step->begin[kSendWait], c.step->end[kSendWait]);
+      const int handoff = r.is_send ? kSendGpuWait : kRecvGpuWait;
+      if (c.kept & (1u << handoff)) handoffs_.emplace_back(c.step->step, c.step->end[handoff]);
       ++r.steps;
     }
+    fit_handoff_line(r);
     for (const auto& [b, e] : wire_)
       if (e > b && (r.send_wait_min_ns == 0 || static_cast<uint64_t>(e - b) < r.send_wait_min_ns))
         r.send_wait_min_ns = static_cast<uint64_t>(e - b);
@@ -667,6 +703,7 @@ class TraceParser {
   std::vector<Frame> stack_;
   std::vector<Context> contexts_;
   std::vector<std::pair<int64_t, int64_t>> wire_;  // SendWait intervals of the op being closed
+  std::vector<std::pair<int64_t, int64_t>> handoffs_;  // (step, handoff time) of the op being closed
   struct Chosen {
     const StepAcc* step;
     int64_t first_begin;

@@ -94,6 +94,16 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.op_time_sum_ns = c.op_time_sum_ns;
     seen.op_samples = c.op_samples;
   }
+  if (c.entry_lag_samples > seen.entry_lag_samples) {
+    seen.entry_lag_sum = c.entry_lag_sum;
+    seen.entry_lag_sq_sum = c.entry_lag_sq_sum;
+    seen.entry_lag_samples = c.entry_lag_samples;
+  }
+  if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {
+    seen.exit_shortfall_sum = c.exit_shortfall_sum;
+    seen.exit_shortfall_sq_sum = c.exit_shortfall_sq_sum;
+    seen.exit_shortfall_samples = c.exit_shortfall_samples;
+  }
 }
 
 // What rank 0 already holds of the Flight Recorder records: the same dump read twice (copied

@@ -6,6 +6,8 @@
 #include <set>
 #include <tuple>
 
+#include "pipeline/passage_lag.hpp"
+
 namespace culprit {
 
 std::vector<CommWindow> agree_windows(Communicator& comm, const LocalData& data, int seq_window) {
@@ -160,6 +162,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   measure_kernel_lateness(data, windows, s.comm_ranks);
   measure_op_times(data, windows, s.comm_ranks);
   measure_busy_time(data, windows, s.comm_ranks);
+  measure_passage_lags(data, windows, s.comm_ranks);
   ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
   s.edges = std::move(reduced.edges);
   result.reduce_path = reduced.path_used;

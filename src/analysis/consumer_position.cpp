@@ -1,0 +1,146 @@
+#include "analysis/consumer_position.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr double kTail = 1e-3;
+// The lag of an entry that passes its data on is the passage across the node, a fraction of a
+// step; one that holds its slots frees them up to a buffer later. A step between them leaves
+// room for the joining of the two clocks (within the profiler's polling of kernel starts).
+constexpr double kHoldBound = -1;
+// NCCL's slots per connection (NCCL_STEPS; pipeline/passage_lag.hpp).
+constexpr double kSlots = 8;
+
+LagSummary summarize(double sum, double sq_sum, uint32_t n) {
+  LagSummary s;
+  s.samples = n;
+  if (n == 0) return s;
+  s.mean = sum / n;
+  const double variance = n > 1 ? std::max(0.0, (sq_sum - sum * sum / n) / (n - 1)) : 0.0;
+  s.se = std::sqrt(variance / n);
+  return s;
+}
+
+bool below(const LagSummary& s, double bound) {
+  return s.samples >= 3 && s.mean + critical_t(s.samples - 1, kTail) * s.se < bound;
+}
+bool above(const LagSummary& s, double bound) {
+  return s.samples >= 3 && s.mean - critical_t(s.samples - 1, kTail) * s.se > bound;
+}
+
+// What the lags say of one GPU.
+struct Reading {
+  bool holds = false, passes = false, full = false;
+  bool positive() const { return (holds || full) && !passes; }
+};
+
+Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint64_t>& comms,
+                  const std::set<uint64_t>& long_comms) {
+  double e_sum = 0, e_sq = 0, x_sum = 0, x_sq = 0;
+  uint32_t e_n = 0, x_n = 0;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (c.process != process || !comms.count(c.comm_hash)) continue;
+    e_sum += c.entry_lag_sum;
+    e_sq += c.entry_lag_sq_sum;
+    e_n += c.entry_lag_samples;
+    // With two GPUs the exit's backlog is the entry's lag: no second reading.
+    if (!long_comms.count(c.comm_hash)) continue;
+    x_sum += c.exit_shortfall_sum;
+    x_sq += c.exit_shortfall_sq_sum;
+    x_n += c.exit_shortfall_samples;
+  }
+  const LagSummary entry = summarize(e_sum, e_sq, e_n), exit = summarize(x_sum, x_sq, x_n);
+  return {below(entry, kHoldBound), above(entry, kHoldBound), above(exit, -kSlots / 2)};
+}
+
+std::set<uint64_t> slow_consuming_comms(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t p) {
+  std::set<uint64_t> comms;
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (facts[i].slow_consume && facts[i].dst == p) comms.insert(obs.edges[i].key.comm_hash);
+  return comms;
+}
+
+std::optional<ConsumerPlacement> place_one(const Observations& obs, const ProcessContext& context, uint32_t named,
+                                           const std::set<uint64_t>& comms) {
+  std::set<uint32_t> gpus;
+  std::map<uint64_t, int> per_comm;
+  for (const auto& [key, p] : context.rank_map()) {
+    if (!comms.count(key.first) || !context.has_records(p) || context.host_of(p) != context.host_of(named)) continue;
+    gpus.insert(p);
+    ++per_comm[key.first];
+  }
+  std::set<uint64_t> long_comms;
+  for (const auto& [comm, n] : per_comm)
+    if (n >= 3) long_comms.insert(comm);
+  std::vector<uint32_t> positive, left;
+  bool holds = false;
+  for (uint32_t p : gpus) {
+    const Reading r = read_lags(obs, p, comms, long_comms);
+    if (r.positive()) {
+      positive.push_back(p);
+      holds = r.holds;
+    }
+    if (!r.passes) left.push_back(p);
+  }
+  if (positive.size() == 1)
+    return ConsumerPlacement{named, positive[0], 1,
+                             holds ? "it frees its receive slots after the node's exit sent their data on"
+                                   : "as the node's exit, every buffer before it on the node is full"};
+  if (!positive.empty() || left.empty()) return std::nullopt;
+  if (left.size() == 1)
+    return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it"};
+  if (std::find(left.begin(), left.end(), named) != left.end()) return std::nullopt;
+  return ConsumerPlacement{named, left[0], static_cast<uint32_t>(left.size()),
+                           "it passes its data on before freeing it; the GPUs after it are not told apart"};
+}
+
+}  // namespace
+
+std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observations,
+                                                    const std::vector<EdgeFacts>& facts,
+                                                    const ProcessContext& context,
+                                                    const std::vector<Evidence>& evidence,
+                                                    const std::vector<uint32_t>& roots) {
+  std::vector<ConsumerPlacement> out;
+  for (uint32_t named : roots) {
+    const Evidence& e = evidence[named];
+    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
+    const std::set<uint64_t> comms = slow_consuming_comms(observations, facts, named);
+    if (comms.empty()) continue;
+    if (auto placement = place_one(observations, context, named, comms)) out.push_back(*placement);
+  }
+  return out;
+}
+
+void apply_consumer_placements(const std::vector<ConsumerPlacement>& placements, const ProcessContext& context,
+                               std::vector<Evidence>& evidence, std::vector<uint32_t>& roots,
+                               std::vector<std::string>& notes) {
+  for (const ConsumerPlacement& p : placements) {
+    Evidence moved = evidence[p.named];
+    moved.identified_share = 1.0 / p.left;
+    if (p.placed == p.named) {
+      evidence[p.named] = moved;
+      continue;
+    }
+    if (evidence[p.placed].stopped) continue;  // a hang outranks it
+    evidence[p.named] = Evidence{};
+    evidence[p.placed] = moved;
+    if (std::find(roots.begin(), roots.end(), p.placed) == roots.end())
+      std::replace(roots.begin(), roots.end(), p.named, p.placed);
+    else
+      std::erase(roots, p.named);
+    notes.push_back("gpu_consumer: " + context.name_of(p.named) + "'s network receives are held by " +
+                    context.name_of(p.placed) + " on the same node: " + p.why +
+                    (p.left > 1 ? " (one of " + std::to_string(p.left) + ", its score scaled by that)" : ""));
+  }
+}
+
+}  // namespace culprit

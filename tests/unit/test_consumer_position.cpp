@@ -1,0 +1,142 @@
+// consumer_position: which GPU of a node consumes slowly, from where its channels' data waits
+// (the passage lags of pipeline/passage_lag.hpp).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/consumer_position.hpp"
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0x5150ull;
+
+// A ring over two nodes of three GPUs (nodeA: 0 1 2, nodeB: 3 4 5) on one channel: 2 -> 3
+// enters nodeB, 3 passes to 4 and 4 to 5 over NVLink (unrecorded), 5 -> 0 leaves it. GPU 3's
+// network receives are slow to consume, so the receive explanations named it gpu_consumer.
+struct Ring {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  std::vector<Evidence> evidence = std::vector<Evidence>(6);
+  std::vector<uint32_t> roots{3};
+
+  Ring() {
+    test::add_collective_processes(obs, kComm, {"nodeA", "nodeA", "nodeA", "nodeB", "nodeB", "nodeB"});
+    test::add_connection(obs, facts, kComm, 2, 3, 0, 10).slow_consume = true;
+    test::add_connection(obs, facts, kComm, 5, 0, 0, 10);
+    evidence[3].offer(5e6, CulpritClass::kGpuConsumer, std::nullopt, 8.0);
+  }
+  GlobalCommRank& rank(uint32_t process) {
+    for (GlobalCommRank& c : obs.comm_ranks)
+      if (c.process == process) return c;
+    throw std::out_of_range("no such rank");
+  }
+  void entry_lags(uint32_t process, const std::vector<double>& lags) {
+    for (double x : lags) {
+      rank(process).entry_lag_sum += x;
+      rank(process).entry_lag_sq_sum += x * x;
+      rank(process).entry_lag_samples += 1;
+    }
+  }
+  void exit_shortfalls(uint32_t process, const std::vector<double>& shortfalls) {
+    for (double x : shortfalls) {
+      rank(process).exit_shortfall_sum += x;
+      rank(process).exit_shortfall_sq_sum += x * x;
+      rank(process).exit_shortfall_samples += 1;
+    }
+  }
+  std::vector<ConsumerPlacement> place() {
+    ProcessContext context(obs);
+    return place_slow_consumers(obs, facts, context, evidence, roots);
+  }
+  std::vector<std::string> apply(const std::vector<ConsumerPlacement>& placements) {
+    ProcessContext context(obs);
+    std::vector<std::string> notes;
+    apply_consumer_placements(placements, context, evidence, roots, notes);
+    return notes;
+  }
+};
+
+TEST(ConsumerPosition, AnEntryThatFreesItsSlotsAfterTheExitSentTheDataIsTheSlowConsumer) {
+  Ring ring;
+  ring.entry_lags(3, {-7.4, -6.9, -7.8, -7.1, -6.6});
+  ring.exit_shortfalls(5, {-15.2, -14.8, -15.5, -15.0, -14.9});
+  const auto placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].named, 3u);
+  EXPECT_EQ(placed[0].placed, 3u);
+  EXPECT_EQ(placed[0].left, 1u);
+}
+
+TEST(ConsumerPosition, AnExitWithEveryBufferBeforeItFullIsTheSlowConsumer) {
+  Ring ring;
+  ring.entry_lags(3, {8.3, 7.9, 8.6, 8.1, 8.0});
+  ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
+  const auto placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 5u);
+  EXPECT_EQ(placed[0].left, 1u);
+
+  const std::vector<std::string> notes = ring.apply(placed);
+  EXPECT_EQ(ring.roots, std::vector<uint32_t>{5});
+  EXPECT_FALSE(ring.evidence[3].any());
+  EXPECT_EQ(ring.evidence[5].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(ring.evidence[5].ns, 5e6);
+  EXPECT_DOUBLE_EQ(ring.evidence[5].identified_share, 1.0);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("held by"), std::string::npos);
+}
+
+TEST(ConsumerPosition, WhereEveryOtherGpuPassesItsDataOnTheOneLeftIsPlaced) {
+  Ring ring;
+  // GPU 3 passes its data on (lag about a passage); a second channel enters nodeB at 5, which
+  // passes it on too: only 4 is left.
+  ring.entry_lags(3, {0.4, 0.1, 0.6, 0.3, 0.2, 0.5, 0.2, 0.3});
+  test::add_connection(ring.obs, ring.facts, kComm, 1, 5, 1, 10).slow_consume = true;
+  ring.entry_lags(5, {8.2, 8.0, 8.5, 7.9, 8.1});
+  ring.exit_shortfalls(5, {-7.7, -7.9, -7.5, -8.0, -7.6});
+  const auto placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 4u);
+  EXPECT_EQ(placed[0].left, 1u);
+}
+
+TEST(ConsumerPosition, GpusTheLagsCannotTellApartShareTheScore) {
+  Ring ring;
+  ring.entry_lags(3, {0.4, 0.1, 0.6, 0.3, 0.2, 0.5, 0.2, 0.3});  // not the entry: 4 or 5
+  const auto placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].left, 2u);
+  EXPECT_NE(placed[0].placed, 3u);
+  ring.apply(placed);
+  EXPECT_DOUBLE_EQ(ring.evidence[placed[0].placed].identified_share, 0.5);
+}
+
+TEST(ConsumerPosition, NoisyOrTooFewLagsMoveNothing) {
+  Ring ring;
+  ring.entry_lags(3, {-3.0, 4.0, -2.0, 5.0, 0.5});  // neither below nor above -1 at 1e-3
+  EXPECT_TRUE(ring.place().empty());
+  Ring few;
+  few.entry_lags(3, {0.4, 0.3});  // two samples
+  EXPECT_TRUE(few.place().empty());
+}
+
+TEST(ConsumerPosition, TwoGpusThatEachLookSlowMoveNothing) {
+  Ring ring;
+  ring.entry_lags(3, {-7.4, -6.9, -7.8, -7.1, -6.6});
+  ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
+  EXPECT_TRUE(ring.place().empty());
+}
+
+TEST(ConsumerPosition, OnlyARootNamedGpuConsumerIsPlaced) {
+  Ring ring;
+  ring.entry_lags(3, {0.4, 0.1, 0.6, 0.3, 0.2, 0.5, 0.2, 0.3});
+  ring.evidence[3] = Evidence{};
+  ring.evidence[3].offer(5e6, CulpritClass::kGpuProducer, std::nullopt, 8.0);
+  EXPECT_TRUE(ring.place().empty());
+}
+
+}  // namespace
+}  // namespace culprit

@@ -1,0 +1,150 @@
+// passage_lag: where along a node's GPUs a channel's data waits, from the entry's slot frees
+// and the exit's sends set on one GPU clock.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "io/nccl_trace_reader.hpp"
+#include "mock/simulator.hpp"
+#include "pipeline/local_stage.hpp"
+#include "pipeline/passage_lag.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0x77ull;
+
+ProxyOpRecord handoff_op(uint32_t process, int32_t rank, bool is_send, int64_t mean_ns) {
+  ProxyOpRecord op;
+  op.comm_hash = kComm;
+  op.seq = 1;
+  op.process = process;
+  op.rank = rank;
+  op.peer = is_send ? 3 : 5;
+  op.channel = 0;
+  op.is_send = is_send ? 1 : 0;
+  op.steps = 12;
+  op.handoff_steps = 12;
+  op.handoff_mean_ns = mean_ns;
+  op.handoff_step_mean = 85;
+  op.handoff_ns_per_step = 10'000;  // the channel's pace
+  return op;
+}
+
+KernelStartRecord kernel(uint32_t process, int32_t rank, uint64_t gpu_ns, int64_t host_ns) {
+  KernelStartRecord k;
+  k.comm_hash = kComm;
+  k.seq = 1;
+  k.process = process;
+  k.rank = rank;
+  k.start_gpu_clk_ns = gpu_ns;
+  k.start_host_ns = host_ns;
+  return k;
+}
+
+// One node of three GPUs of a ring: GPU 0 receives the channel from the network, GPU 2 sends it
+// on. Process 0's GPU clock runs 5 ms ahead of its own clock, process 2's 1 ms.
+struct Node {
+  LocalData data;
+  std::vector<GlobalCommRank> ranks;
+  Node() {
+    for (int32_t r = 0; r < 3; ++r) {
+      data.processes.push_back({"n0", 100 + r, r, ""});
+      CommRankSeen seen;
+      seen.comm_hash = kComm;
+      seen.rank = r;
+      seen.process = static_cast<uint32_t>(r);
+      data.comm_ranks.push_back(seen);
+      GlobalCommRank g;
+      g.comm_hash = kComm;
+      g.rank = r;
+      g.process = static_cast<uint32_t>(r);
+      ranks.push_back(g);
+    }
+    data.kernel_starts.push_back(kernel(0, 0, 10'000'000, 5'000'000));
+    data.kernel_starts.push_back(kernel(2, 2, 10'000'000, 9'000'000));
+    // The entry frees step 85's slot at 6.00 ms on the GPU clock; the exit hands step 88 (the
+    // same data, three GPUs on) to its proxy at 6.08 ms: eight steps of 10 us later.
+    data.ops.push_back(handoff_op(0, 0, false, 1'000'000));
+    data.ops.push_back(handoff_op(2, 2, true, 5'050'000));
+  }
+  void measure() { measure_passage_lags(data, {}, ranks); }
+};
+
+TEST(PassageLag, TheLagIsMeasuredOnTheGpusClockInStepsOfTheChannelsPace) {
+  Node node;
+  node.measure();
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 1u);
+  EXPECT_NEAR(node.ranks[0].entry_lag_sum, 8.0, 1e-9);
+  EXPECT_NEAR(node.ranks[0].entry_lag_sq_sum, 64.0, 1e-6);
+  // As the exit: eight steps is the full backlog of one GPU between it and the entry.
+  EXPECT_EQ(node.ranks[2].exit_shortfall_samples, 1u);
+  EXPECT_NEAR(node.ranks[2].exit_shortfall_sum, 0.0, 1e-9);
+  EXPECT_EQ(node.ranks[1].entry_lag_samples + node.ranks[1].exit_shortfall_samples, 0u);
+}
+
+TEST(PassageLag, AChannelWithTwoReceivesOnTheNodeIsNoPassage) {
+  Node node;
+  node.data.ops.push_back(handoff_op(1, 1, false, 1'000'000));  // a tree: up and down
+  node.measure();
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
+  EXPECT_EQ(node.ranks[2].exit_shortfall_samples, 0u);
+}
+
+TEST(PassageLag, WithoutTheKernelsHostTimeTheClocksCannotBeJoined) {
+  Node node;
+  node.data.kernel_starts[1].start_host_ns = 0;
+  node.measure();
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
+}
+
+TEST(PassageLag, OpsWithoutAHandoffLineGiveNoSample) {
+  Node node;
+  node.data.ops[1].handoff_steps = 0;  // probing's sums, or fewer than three steps
+  node.measure();
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
+}
+
+// The simulator's ring of three nodes of three GPUs: the lags of the middle node, read from its
+// rendered traces as the tool reads them, with a slow consumer at each position of its channel.
+struct Lags {
+  double entry = 0, exit_shortfall = 0;
+};
+
+Lags simulated_lags(int position) {
+  const std::string base = "topology=ring,nodes=3,gpus=3,channels=1,seqs=6,bytes=16M,jitter=0.05,hetero=0,seed=3";
+  mock::Simulation healthy(mock::Scenario::parse(base));
+  std::vector<int> order;  // the middle node's GPUs in channel 0's order
+  for (int r = 3; r < 6; ++r)
+    if (healthy.is_network_hop(healthy.ring_prev(0, r), r)) order.push_back(r);
+  while (order.size() < 3) order.push_back(healthy.ring_next(0, order.back()));
+  const std::string fault = ",fault=slow_consumer:" + std::to_string(order[position]) + ":4";
+  mock::Simulation sim(mock::Scenario::parse(base + fault));
+  LocalData data;
+  for (const mock::RenderedFile& f : sim.render_host_nccl_json(1))
+    read_nccl_trace_buffer(f.content, f.name, "node001", data);
+  LocalStageResult local = run_local_stage(data, {}, ReducePath::kCpu);
+  Lags lags;
+  for (const GlobalCommRank& r : local.summary.comm_ranks) {
+    if (r.rank == order[0] && r.entry_lag_samples) lags.entry = r.entry_lag_sum / r.entry_lag_samples;
+    if (r.rank == order[2] && r.exit_shortfall_samples)
+      lags.exit_shortfall = r.exit_shortfall_sum / r.exit_shortfall_samples;
+  }
+  return lags;
+}
+
+TEST(PassageLag, TheSimulatorsSlowConsumerIsFoundWhereTheDataWaits) {
+  const Lags at_entry = simulated_lags(0), in_middle = simulated_lags(1), at_exit = simulated_lags(2);
+  // The entry holds each slot a buffer after it passed the data on.
+  EXPECT_LT(at_entry.entry, -kSlotsPerConnection / 2.0);
+  // The GPU after the entry holds it: the data crosses the node unhindered.
+  EXPECT_GT(in_middle.entry, -1.0);
+  EXPECT_LT(in_middle.entry, kSlotsPerConnection / 2.0);
+  EXPECT_LT(in_middle.exit_shortfall, -kSlotsPerConnection / 2.0);
+  // The exit holds it: the buffer of the GPU before it is full.
+  EXPECT_GT(at_exit.exit_shortfall, -kSlotsPerConnection / 2.0);
+}
+
+}  // namespace
+}  // namespace culprit
