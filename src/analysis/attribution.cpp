@@ -153,6 +153,8 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   apply_consumer_placements(placements, context, evidence, roots, out.notes);
   std::vector<uint32_t> unplaced = roots;
   for (const ConsumerPlacement& p : placements) {
+    out.evidence.insert(out.evidence.end(), p.readings.begin(), p.readings.end());
+    if (!p.concluded()) continue;
     std::erase(unplaced, p.placed);
     named_by[p.placed] = named_by[p.named];
   }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "analysis/robust_stats.hpp"
@@ -13,9 +13,11 @@ namespace {
 
 constexpr double kTail = 1e-3;
 // The lag of an entry that passes its data on is the passage across the node, a fraction of a
-// step; one that holds its slots frees them up to a buffer later. A step between them leaves
-// room for the joining of the two clocks (within the profiler's polling of kernel starts).
+// step above 0; one that holds its slots frees them up to a buffer later. Between 0 and -1
+// step (the joining of the two clocks is within the profiler's polling of kernel starts)
+// nothing is concluded: a slot held for less than a step is too close to call.
 constexpr double kHoldBound = -1;
+constexpr double kPassBound = 0;
 // NCCL's slots per connection (NCCL_STEPS; pipeline/passage_lag.hpp).
 constexpr double kSlots = 8;
 
@@ -38,8 +40,9 @@ bool above(const LagSummary& s, double bound) {
 
 // What the lags say of one GPU.
 struct Reading {
-  bool holds = false, passes = false, full = false;
-  bool positive() const { return (holds || full) && !passes; }
+  LagSummary entry, exit;
+  bool holds = false, passes = false, full = false, held_beyond = false;
+  bool positive() const { return (holds || (full && !held_beyond)) && !passes; }
 };
 
 Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint64_t>& comms,
@@ -58,7 +61,7 @@ Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint
     x_n += c.exit_shortfall_samples;
   }
   const LagSummary entry = summarize(e_sum, e_sq, e_n), exit = summarize(x_sum, x_sq, x_n);
-  return {below(entry, kHoldBound), above(entry, kHoldBound), above(exit, -kSlots / 2)};
+  return {entry, exit, below(entry, kHoldBound), above(entry, kPassBound), above(exit, -kSlots / 2)};
 }
 
 std::set<uint64_t> slow_consuming_comms(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t p) {
@@ -68,8 +71,31 @@ std::set<uint64_t> slow_consuming_comms(const Observations& obs, const std::vect
   return comms;
 }
 
-std::optional<ConsumerPlacement> place_one(const Observations& obs, const ProcessContext& context, uint32_t named,
-                                           const std::set<uint64_t>& comms) {
+// Whether `process`'s network sends in `comms` wait for their receivers' credit more than for
+// their own data: then the node's buffers are full because the data is held beyond the node
+// (the next node, the wire), and a full backlog before the exit says nothing of the exit.
+bool held_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t process,
+                 const std::set<uint64_t>& comms) {
+  double credit = 0, data = 0;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    if (facts[i].src != process || facts[i].dst == process || !comms.count(obs.edges[i].key.comm_hash)) continue;
+    credit += static_cast<double>(obs.edges[i].phase_ns[kSendPeerWait]);
+    data += static_cast<double>(obs.edges[i].phase_ns[kSendGpuWait]);
+  }
+  return credit > 0 && credit >= data;
+}
+
+std::string describe(const ProcessContext& context, uint32_t p, const Reading& r) {
+  char text[240];
+  std::snprintf(text, sizeof text, " entry lag %.2f +- %.2f (%u)  exit shortfall %.2f +- %.2f (%u)%s%s%s",
+                r.entry.mean, r.entry.se, r.entry.samples, r.exit.mean, r.exit.se, r.exit.samples,
+                r.holds ? " holds" : "", r.passes ? " passes" : "",
+                r.full ? (r.held_beyond ? " full, held beyond the node" : " full") : "");
+  return "passage " + context.name_of(p) + text;
+}
+
+ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                            const ProcessContext& context, uint32_t named, const std::set<uint64_t>& comms) {
   std::set<uint32_t> gpus;
   std::map<uint64_t, int> per_comm;
   for (const auto& [key, p] : context.rank_map()) {
@@ -81,9 +107,12 @@ std::optional<ConsumerPlacement> place_one(const Observations& obs, const Proces
   for (const auto& [comm, n] : per_comm)
     if (n >= 3) long_comms.insert(comm);
   std::vector<uint32_t> positive, left;
+  std::vector<std::string> readings;
   bool holds = false;
   for (uint32_t p : gpus) {
-    const Reading r = read_lags(obs, p, comms, long_comms);
+    Reading r = read_lags(obs, p, comms, long_comms);
+    r.held_beyond = r.full && held_beyond(obs, facts, p, comms);
+    readings.push_back(describe(context, p, r));
     if (r.positive()) {
       positive.push_back(p);
       holds = r.holds;
@@ -93,13 +122,16 @@ std::optional<ConsumerPlacement> place_one(const Observations& obs, const Proces
   if (positive.size() == 1)
     return ConsumerPlacement{named, positive[0], 1,
                              holds ? "it frees its receive slots after the node's exit sent their data on"
-                                   : "as the node's exit, every buffer before it on the node is full"};
-  if (!positive.empty() || left.empty()) return std::nullopt;
+                                   : "as the node's exit, every buffer before it on the node is full",
+                             readings};
+  const bool named_left = std::find(left.begin(), left.end(), named) != left.end();
+  if (!positive.empty() || left.empty() || (left.size() > 1 && named_left))
+    return ConsumerPlacement{named, named, 0, "", readings};  // nothing concluded
   if (left.size() == 1)
-    return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it"};
-  if (std::find(left.begin(), left.end(), named) != left.end()) return std::nullopt;
+    return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it",
+                             readings};
   return ConsumerPlacement{named, left[0], static_cast<uint32_t>(left.size()),
-                           "it passes its data on before freeing it; the GPUs after it are not told apart"};
+                           "it passes its data on before freeing it; the GPUs after it are not told apart", readings};
 }
 
 }  // namespace
@@ -115,7 +147,7 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
     if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
     const std::set<uint64_t> comms = slow_consuming_comms(observations, facts, named);
     if (comms.empty()) continue;
-    if (auto placement = place_one(observations, context, named, comms)) out.push_back(*placement);
+    out.push_back(place_one(observations, facts, context, named, comms));
   }
   return out;
 }
@@ -124,6 +156,7 @@ void apply_consumer_placements(const std::vector<ConsumerPlacement>& placements,
                                std::vector<Evidence>& evidence, std::vector<uint32_t>& roots,
                                std::vector<std::string>& notes) {
   for (const ConsumerPlacement& p : placements) {
+    if (!p.concluded()) continue;
     Evidence moved = evidence[p.named];
     moved.identified_share = 1.0 / p.left;
     if (p.placed == p.named) {

@@ -13,10 +13,12 @@
 // Per GPU of the named one's node and communicator, over its samples (one per collective and
 // channel of the window) and at a one-sided 1e-3:
 //   holds      its lag as an entry is below -1 step:     it is the slow consumer;
-//   passes on  its lag as an entry is above -1 step:     it is not (a step of slack for the
-//              passage itself and for joining the two processes' clocks);
+//   passes on  its lag as an entry is above 0:           it is not (between, a step of slack
+//              for joining the two processes' clocks, nothing is concluded);
 //   full       as an exit, its shortfall from the full backlog is above half a buffer (a
-//              backlog one GPU shorter is a full buffer short): it is the slow consumer.
+//              backlog one GPU shorter is a full buffer short): it is the slow consumer,
+//              unless its network sends wait for credit more than for their data (the data
+//              is then held beyond the node, and every buffer of the node fills anyway).
 // One GPU that holds or is full is placed; else, where all but one GPU pass on, that one.
 // Where several remain and the named one passes on, the first of them is placed with the
 // share 1 / (GPUs left) (Evidence::identified_share); else nothing is moved.
@@ -35,8 +37,10 @@ namespace culprit {
 struct ConsumerPlacement {
   uint32_t named = 0;      // the root the receive explanations named gpu_consumer
   uint32_t placed = 0;     // the GPU the lags place the slow consumption on (may be `named`)
-  uint32_t left = 1;       // GPUs the lags could not tell apart, `placed` among them
+  uint32_t left = 1;       // GPUs the lags could not tell apart, `placed` among them; 0: nothing concluded
   std::string why;         // for the note
+  std::vector<std::string> readings;  // each GPU's lags, for NCCL_CULPRIT_DEBUG
+  bool concluded() const { return left > 0; }
 };
 
 // Mean and standard error of one kind of lag of one GPU, over its ranks in some communicators.
@@ -46,7 +50,8 @@ struct LagSummary {
   uint32_t samples = 0;
 };
 
-// One placement per root named gpu_consumer (not stopped) whose node's GPUs have lags.
+// One placement per root named gpu_consumer (not stopped) with slow-consuming receives; where
+// the lags conclude nothing, one with left = 0 (its readings only).
 std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observations,
                                                     const std::vector<EdgeFacts>& facts,
                                                     const ProcessContext& context,

@@ -51,6 +51,11 @@ struct Ring {
     ProcessContext context(obs);
     return place_slow_consumers(obs, facts, context, evidence, roots);
   }
+  // The lags concluded nothing: one placement, with its readings only.
+  bool concludes_nothing() {
+    const std::vector<ConsumerPlacement> placed = place();
+    return placed.size() == 1 && !placed[0].concluded() && !placed[0].readings.empty();
+  }
   std::vector<std::string> apply(const std::vector<ConsumerPlacement>& placements) {
     ProcessContext context(obs);
     std::vector<std::string> notes;
@@ -89,6 +94,23 @@ TEST(ConsumerPosition, AnExitWithEveryBufferBeforeItFullIsTheSlowConsumer) {
   EXPECT_NE(notes[0].find("held by"), std::string::npos);
 }
 
+TEST(ConsumerPosition, FullBuffersBehindAnExitThatWaitsForCreditAreHeldBeyondTheNode) {
+  Ring ring;
+  ring.entry_lags(3, {-0.5, -0.6, -0.4, -0.5, -0.7, -0.5, -0.4, -0.6});  // too close to call
+  ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
+  // GPU 5's sends to nodeA wait for credit (a slow flush on the next node, say) far more than
+  // for their data: every buffer of nodeB fills whichever of its GPUs consumes slowly.
+  ring.obs.edges[1].phase_ns[kSendPeerWait] = 9'000'000;
+  ring.obs.edges[1].phase_ns[kSendGpuWait] = 1'000'000;
+  EXPECT_TRUE(ring.concludes_nothing());
+  // Waiting for its data instead, the exit is what holds them.
+  ring.obs.edges[1].phase_ns[kSendPeerWait] = 1'000'000;
+  ring.obs.edges[1].phase_ns[kSendGpuWait] = 9'000'000;
+  const auto placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 5u);
+}
+
 TEST(ConsumerPosition, WhereEveryOtherGpuPassesItsDataOnTheOneLeftIsPlaced) {
   Ring ring;
   // GPU 3 passes its data on (lag about a passage); a second channel enters nodeB at 5, which
@@ -117,17 +139,21 @@ TEST(ConsumerPosition, GpusTheLagsCannotTellApartShareTheScore) {
 TEST(ConsumerPosition, NoisyOrTooFewLagsMoveNothing) {
   Ring ring;
   ring.entry_lags(3, {-3.0, 4.0, -2.0, 5.0, 0.5});  // neither below nor above -1 at 1e-3
-  EXPECT_TRUE(ring.place().empty());
+  EXPECT_TRUE(ring.concludes_nothing());
   Ring few;
   few.entry_lags(3, {0.4, 0.3});  // two samples
-  EXPECT_TRUE(few.place().empty());
+  EXPECT_TRUE(few.concludes_nothing());
 }
 
 TEST(ConsumerPosition, TwoGpusThatEachLookSlowMoveNothing) {
   Ring ring;
   ring.entry_lags(3, {-7.4, -6.9, -7.8, -7.1, -6.6});
   ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
-  EXPECT_TRUE(ring.place().empty());
+  EXPECT_TRUE(ring.concludes_nothing());
+  std::vector<uint32_t> roots = ring.roots;
+  ring.apply(ring.place());
+  EXPECT_EQ(ring.roots, roots);  // nothing moved
+  EXPECT_EQ(ring.evidence[3].culprit_class, CulpritClass::kGpuConsumer);
 }
 
 TEST(ConsumerPosition, OnlyARootNamedGpuConsumerIsPlaced) {
