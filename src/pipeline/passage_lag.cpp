@@ -1,6 +1,8 @@
 #include "pipeline/passage_lag.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -17,7 +19,7 @@ namespace {
 std::map<uint32_t, int64_t> clock_offsets(const LocalData& data) {
   std::map<uint32_t, std::vector<int64_t>> samples;
   for (const KernelStartRecord& k : data.kernel_starts)
-    if (k.start_host_ns > 0 && k.start_gpu_clk_ns > 0)
+    if (k.start_host_ns > 0 && k.start_gpu_clk_ns > 0 && k.start_gpu_clk_ns <= static_cast<uint64_t>(INT64_MAX))
       samples[k.process].push_back(static_cast<int64_t>(k.start_gpu_clk_ns) - k.start_host_ns);
   std::map<uint32_t, int64_t> offsets;
   for (auto& [process, s] : samples) {
@@ -27,9 +29,11 @@ std::map<uint32_t, int64_t> clock_offsets(const LocalData& data) {
   return offsets;
 }
 
-// The handoff time of `op` at step k, on its GPU's clock (offset added).
-double handoff_at(const ProxyOpRecord& op, double k, int64_t offset) {
-  return static_cast<double>(op.handoff_mean_ns + offset) + op.handoff_ns_per_step * (k - op.handoff_step_mean);
+// The handoff time of `op` at step k, on its GPU's clock (offset added). Long double holds a
+// 64-bit clock exactly, and a garbled trace's times cannot overflow it.
+long double handoff_at(const ProxyOpRecord& op, double k, int64_t offset) {
+  return static_cast<long double>(op.handoff_mean_ns) + static_cast<long double>(offset) +
+         static_cast<long double>(op.handoff_ns_per_step * (k - op.handoff_step_mean));
 }
 
 struct ChannelEnds {
@@ -66,8 +70,10 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
     const auto gpus = static_cast<int>(node_ranks[{std::get<0>(key), std::get<1>(key)}].size());
     if (gpus < 2) continue;
     const double k = entry.handoff_step_mean;
-    const double lag = (handoff_at(exit, k + gpus, exit_offset->second) - handoff_at(entry, k, entry_offset->second)) /
-                       entry.handoff_ns_per_step;
+    const long double passage =
+        handoff_at(exit, k + gpus, exit_offset->second) - handoff_at(entry, k, entry_offset->second);
+    const double lag = static_cast<double>(passage / entry.handoff_ns_per_step);
+    if (!std::isfinite(lag)) continue;
     const double shortfall = lag - kSlotsPerConnection * (gpus - 2);
     if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {
       it->second->entry_lag_sum += lag;
