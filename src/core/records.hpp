@@ -44,15 +44,6 @@ struct ProxyOpRecord {
   // GPU slow to consume is slow on every slot; waiting for a sibling input or an output slot
   // lengthens only the steps that found them late.
   uint64_t recv_gpu_wait_min_ns = 0;
-  // When the GPU handed each recorded step's slot over (a receive: RecvGpuWait's end, the
-  // slot freed; a send: SendGpuWait's end, the data ready), as a line over the step number:
-  // the mean end on the recording process's own clock, the mean step number and the slope
-  // (ns per step, least squares), over handoff_steps steps (0: unknown; the slope needs 3).
-  // A node's receive and send of one channel, set on one clock, show where along the node's
-  // GPUs the data waits (pipeline/passage_lag.hpp).
-  int64_t handoff_mean_ns = 0;
-  double handoff_step_mean = 0;
-  double handoff_ns_per_step = 0;
   uint32_t process = 0;        // index into the reading node's local process table
   int32_t rank = -1;           // communicator rank of the recording process
   int32_t peer = -1;           // communicator rank of the remote end
@@ -69,9 +60,30 @@ struct ProxyOpRecord {
   // queued behind it, so the wire's time on them is one transfer, free of latency. A wire
   // that queues nearly every step is saturated: its busy time per step is its transfer time.
   uint32_t wire_queued_steps = 0;
-  uint32_t handoff_steps = 0;
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
+
+// When a proxy op's GPU handed each recorded step's slot over (a receive: RecvGpuWait's end,
+// the slot freed; a send: SendGpuWait's end, the data ready), as a line over the step number:
+// the mean end on the recording process's own clock, the mean step number and the slope (ns
+// per step, least squares) over `steps` steps (at least 3). Only per-step traces have it, one
+// per collective proxy op. A node's receive and send of one channel, set on one clock, show
+// where along the node's GPUs the data waits (pipeline/passage_lag.hpp). Kept apart from
+// ProxyOpRecord, which the reducer streams by the million.
+struct HandoffLine {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  int64_t mean_ns = 0;
+  double step_mean = 0;
+  double ns_per_step = 0;
+  uint32_t process = 0;  // index into the reading node's local process table
+  int32_t rank = -1;
+  int32_t channel = -1;
+  uint32_t steps = 0;
+  uint8_t is_send = 0;
+  uint8_t pad_[7] = {0, 0, 0, 0, 0, 0, 0};
+};
+static_assert(std::is_trivially_copyable_v<HandoffLine>);
 
 // Kernel start and stop of one collective or p2p operation on one GPU (KernelCh
 // StartGpuClk/StopGpuClk, the GPU global timer, comparable across the GPUs of one node).

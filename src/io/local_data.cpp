@@ -127,6 +127,10 @@ void LocalData::absorb(LocalData&& other) {
     k.process = remap[k.process];
     kernel_starts.push_back(k);
   }
+  for (HandoffLine h : other.handoffs) {
+    h.process = remap[h.process];
+    handoffs.push_back(h);
+  }
   for (InputReport& in : other.inputs) inputs.push_back(std::move(in));
   for (P2pCallCount c : other.p2p_calls) {
     c.process = remap[c.process];

@@ -104,6 +104,7 @@ class LocalData {
   std::vector<CommRankSeen> comm_ranks;
   std::vector<ProxyOpRecord> ops;
   std::vector<KernelStartRecord> kernel_starts;
+  std::vector<HandoffLine> handoffs;  // per-step traces' collective proxy ops
   std::vector<InputReport> inputs;
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
   std::vector<P2pCallCount> p2p_calls;  // per (process, comm, rank, peer, direction)

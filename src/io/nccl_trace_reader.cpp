@@ -555,11 +555,11 @@ class TraceParser {
     return *kept ? StepVerdict::kComplete : StepVerdict::kStale;
   }
 
-  // The handoff line of the op being closed (ProxyOpRecord::handoff_mean_ns): times relative
-  // to the first so that the sums stay exact in doubles.
-  void fit_handoff_line(ProxyOpRecord& r) {
+  // The handoff line of the op being closed (HandoffLine), for a collective's op with three
+  // steps or more: times relative to the first, so that the sums stay exact in doubles.
+  void fit_handoff_line(const ProxyOpRecord& r) {
     const size_t n = handoffs_.size();
-    if (n >= 3) {
+    if (n >= 3 && !r.is_p2p && !r.seq_unknown) {
       const int64_t origin = handoffs_[0].second;
       double sk = 0, st = 0;
       for (const auto& [k, t] : handoffs_) {
@@ -573,10 +573,18 @@ class TraceParser {
         skt += (static_cast<double>(k) - mk) * (static_cast<double>(t - origin) - mt);
       }
       if (skk > 0) {
-        r.handoff_mean_ns = origin + static_cast<int64_t>(std::llround(mt));
-        r.handoff_step_mean = mk;
-        r.handoff_ns_per_step = skt / skk;
-        r.handoff_steps = static_cast<uint32_t>(n);
+        HandoffLine h;
+        h.comm_hash = r.comm_hash;
+        h.seq = r.seq;
+        h.mean_ns = origin + static_cast<int64_t>(std::llround(mt));
+        h.step_mean = mk;
+        h.ns_per_step = skt / skk;
+        h.process = r.process;
+        h.rank = r.rank;
+        h.channel = r.channel;
+        h.steps = static_cast<uint32_t>(n);
+        h.is_send = r.is_send;
+        data_.handoffs.push_back(h);
       }
     }
     handoffs_.clear();
@@ -640,6 +648,7 @@ class TraceParser {
       ++reasons_[kDuplicateStep];
       if (first_begin > same->first_begin) *same = c;
     }
+    handoffs_.clear();
     for (const Chosen& c : chosen_) {
       if (c.missing_end) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
       for (int p = 0; p < kPhaseCount; ++p)
@@ -655,7 +664,6 @@ class TraceParser {
       if (c.kept & (1u << handoff)) handoffs_.emplace_back(c.step->step, c.step->end[handoff]);
       ++r.steps;
     }
-    fit_handoff_line(r);
     for (const auto& [b, e] : wire_)
       if (e > b && (r.send_wait_min_ns == 0 || static_cast<uint64_t>(e - b) < r.send_wait_min_ns))
         r.send_wait_min_ns = static_cast<uint64_t>(e - b);
@@ -688,9 +696,11 @@ class TraceParser {
     }
     wire_.clear();
     if (r.steps == 0) {
+      handoffs_.clear();
       ++reasons_[kOpWithoutValidStep];
       return;
     }
+    fit_handoff_line(r);
     data_.ops.push_back(r);
     ++report_.records;
   }

@@ -9,7 +9,6 @@
 #include <tuple>
 #include <utility>
 
-#include "reduce/edge_reduce.hpp"
 
 namespace culprit {
 namespace {
@@ -29,16 +28,22 @@ std::map<uint32_t, int64_t> clock_offsets(const LocalData& data) {
   return offsets;
 }
 
-// The handoff time of `op` at step k, on its GPU's clock (offset added). Long double holds a
-// 64-bit clock exactly, and a garbled trace's times cannot overflow it.
-long double handoff_at(const ProxyOpRecord& op, double k, int64_t offset) {
-  return static_cast<long double>(op.handoff_mean_ns) + static_cast<long double>(offset) +
-         static_cast<long double>(op.handoff_ns_per_step * (k - op.handoff_step_mean));
+// The handoff time of `line` at step k, on its GPU's clock (offset added). Long double holds
+// a 64-bit clock exactly, and a garbled trace's times cannot overflow it.
+long double handoff_at(const HandoffLine& line, double k, int64_t offset) {
+  return static_cast<long double>(line.mean_ns) + static_cast<long double>(offset) +
+         static_cast<long double>(line.ns_per_step * (k - line.step_mean));
 }
 
 struct ChannelEnds {
-  std::vector<const ProxyOpRecord*> receives, sends;
+  std::vector<const HandoffLine*> receives, sends;
 };
+
+bool in_window(const HandoffLine& line, const std::vector<CommWindow>& windows) {
+  auto it = std::lower_bound(windows.begin(), windows.end(), line.comm_hash,
+                             [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
+  return it == windows.end() || it->comm_hash != line.comm_hash || line.seq >= it->min_seq;
+}
 
 }  // namespace
 
@@ -47,10 +52,10 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
   const std::map<uint32_t, int64_t> offsets = clock_offsets(data);
   // (host, comm, seq, channel) -> the node's network ends of that channel in that collective.
   std::map<std::tuple<std::string, uint64_t, uint64_t, int32_t>, ChannelEnds> channels;
-  for (const ProxyOpRecord& op : data.ops) {
-    if (op.is_p2p || op.seq_unknown || !record_in_window(op, windows)) continue;
-    ChannelEnds& ends = channels[{data.processes[op.process].host, op.comm_hash, op.seq, op.channel}];
-    (op.is_send ? ends.sends : ends.receives).push_back(&op);
+  for (const HandoffLine& line : data.handoffs) {
+    if (!in_window(line, windows)) continue;
+    ChannelEnds& ends = channels[{data.processes[line.process].host, line.comm_hash, line.seq, line.channel}];
+    (line.is_send ? ends.sends : ends.receives).push_back(&line);
   }
   // The GPUs of each node in each communicator: the steps a channel's data takes to cross it.
   std::map<std::pair<std::string, uint64_t>, std::set<int32_t>> node_ranks;
@@ -61,18 +66,17 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
 
   for (const auto& [key, ends] : channels) {
     if (ends.receives.size() != 1 || ends.sends.size() != 1) continue;  // a tree, or a part missing
-    const ProxyOpRecord& entry = *ends.receives[0];
-    const ProxyOpRecord& exit = *ends.sends[0];
-    if (entry.process == exit.process || entry.handoff_steps < 3 || exit.handoff_steps < 3) continue;
-    if (entry.handoff_ns_per_step <= 0) continue;
+    const HandoffLine& entry = *ends.receives[0];
+    const HandoffLine& exit = *ends.sends[0];
+    if (entry.process == exit.process || entry.ns_per_step <= 0) continue;
     auto entry_offset = offsets.find(entry.process), exit_offset = offsets.find(exit.process);
     if (entry_offset == offsets.end() || exit_offset == offsets.end()) continue;
     const auto gpus = static_cast<int>(node_ranks[{std::get<0>(key), std::get<1>(key)}].size());
     if (gpus < 2) continue;
-    const double k = entry.handoff_step_mean;
+    const double k = entry.step_mean;
     const long double passage =
         handoff_at(exit, k + gpus, exit_offset->second) - handoff_at(entry, k, entry_offset->second);
-    const double lag = static_cast<double>(passage / entry.handoff_ns_per_step);
+    const double lag = static_cast<double>(passage / entry.ns_per_step);
     if (!std::isfinite(lag)) continue;
     const double shortfall = lag - kSlotsPerConnection * (gpus - 2);
     if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {

@@ -17,7 +17,7 @@
 // (analysis/consumer_position.hpp) reads the lags to find which GPU of the node consumes
 // slowly; the proxy alone sees only that the entry's slots are freed late.
 //
-// Needs per-step traces (ProxyOpRecord::handoff_steps) and kernel clocks with their host time
+// Needs per-step traces (HandoffLine, core/records.hpp) and kernel clocks with their host time
 // (KernelStartRecord::start_host_ns) to set both processes on one clock; other inputs give no
 // samples.
 #pragma once

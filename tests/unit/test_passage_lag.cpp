@@ -15,21 +15,19 @@ namespace {
 
 constexpr uint64_t kComm = 0x77ull;
 
-ProxyOpRecord handoff_op(uint32_t process, int32_t rank, bool is_send, int64_t mean_ns) {
-  ProxyOpRecord op;
-  op.comm_hash = kComm;
-  op.seq = 1;
-  op.process = process;
-  op.rank = rank;
-  op.peer = is_send ? 3 : 5;
-  op.channel = 0;
-  op.is_send = is_send ? 1 : 0;
-  op.steps = 12;
-  op.handoff_steps = 12;
-  op.handoff_mean_ns = mean_ns;
-  op.handoff_step_mean = 85;
-  op.handoff_ns_per_step = 10'000;  // the channel's pace
-  return op;
+HandoffLine handoff(uint32_t process, int32_t rank, bool is_send, int64_t mean_ns) {
+  HandoffLine line;
+  line.comm_hash = kComm;
+  line.seq = 1;
+  line.process = process;
+  line.rank = rank;
+  line.channel = 0;
+  line.is_send = is_send ? 1 : 0;
+  line.steps = 12;
+  line.mean_ns = mean_ns;
+  line.step_mean = 85;
+  line.ns_per_step = 10'000;  // the channel's pace
+  return line;
 }
 
 KernelStartRecord kernel(uint32_t process, int32_t rank, uint64_t gpu_ns, int64_t host_ns) {
@@ -66,10 +64,11 @@ struct Node {
     data.kernel_starts.push_back(kernel(2, 2, 10'000'000, 9'000'000));
     // The entry frees step 85's slot at 6.00 ms on the GPU clock; the exit hands step 88 (the
     // same data, three GPUs on) to its proxy at 6.08 ms: eight steps of 10 us later.
-    data.ops.push_back(handoff_op(0, 0, false, 1'000'000));
-    data.ops.push_back(handoff_op(2, 2, true, 5'050'000));
+    data.handoffs.push_back(handoff(0, 0, false, 1'000'000));
+    data.handoffs.push_back(handoff(2, 2, true, 5'050'000));
   }
   void measure() { measure_passage_lags(data, {}, ranks); }
+  void measure_in(const std::vector<CommWindow>& windows) { measure_passage_lags(data, windows, ranks); }
 };
 
 TEST(PassageLag, TheLagIsMeasuredOnTheGpusClockInStepsOfTheChannelsPace) {
@@ -86,7 +85,7 @@ TEST(PassageLag, TheLagIsMeasuredOnTheGpusClockInStepsOfTheChannelsPace) {
 
 TEST(PassageLag, AChannelWithTwoReceivesOnTheNodeIsNoPassage) {
   Node node;
-  node.data.ops.push_back(handoff_op(1, 1, false, 1'000'000));  // a tree: up and down
+  node.data.handoffs.push_back(handoff(1, 1, false, 1'000'000));  // a tree: up and down
   node.measure();
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
   EXPECT_EQ(node.ranks[2].exit_shortfall_samples, 0u);
@@ -99,11 +98,19 @@ TEST(PassageLag, WithoutTheKernelsHostTimeTheClocksCannotBeJoined) {
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
 }
 
-TEST(PassageLag, OpsWithoutAHandoffLineGiveNoSample) {
+TEST(PassageLag, AChannelWhoseExitHasNoHandoffLineGivesNoSample) {
   Node node;
-  node.data.ops[1].handoff_steps = 0;  // probing's sums, or fewer than three steps
+  node.data.handoffs.pop_back();  // probing's sums, or fewer than three steps
   node.measure();
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
+}
+
+TEST(PassageLag, CollectivesBeforeTheWindowAreLeftOut) {
+  Node node;
+  node.measure_in({{kComm, 2}});
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 0u);
+  node.measure_in({{kComm, 1}});
+  EXPECT_EQ(node.ranks[0].entry_lag_samples, 1u);
 }
 
 // The simulator's ring of three nodes of three GPUs: the lags of the middle node, read from its
