@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "analysis/robust_stats.hpp"
 
@@ -18,8 +19,7 @@ constexpr double kTail = 1e-3;
 // nothing is concluded: a slot held for less than a step is too close to call.
 constexpr double kHoldBound = -1;
 constexpr double kPassBound = 0;
-// NCCL's slots per connection (NCCL_STEPS; pipeline/passage_lag.hpp).
-constexpr double kSlots = 8;
+constexpr double kSlots = kSlotsPerConnection;
 
 LagSummary summarize(double sum, double sq_sum, uint32_t n) {
   LagSummary s;
@@ -147,7 +147,9 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
     if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
     const std::set<uint64_t> comms = slow_consuming_comms(observations, facts, named);
     if (comms.empty()) continue;
-    out.push_back(place_one(observations, facts, context, named, comms));
+    ConsumerPlacement placement = place_one(observations, facts, context, named, comms);
+    if (placement.placed != named && evidence[placement.placed].stopped) placement.left = 0;  // a hang outranks it
+    out.push_back(std::move(placement));
   }
   return out;
 }
@@ -163,7 +165,6 @@ void apply_consumer_placements(const std::vector<ConsumerPlacement>& placements,
       evidence[p.named] = moved;
       continue;
     }
-    if (evidence[p.placed].stopped) continue;  // a hang outranks it
     evidence[p.named] = Evidence{};
     evidence[p.placed] = moved;
     if (std::find(roots.begin(), roots.end(), p.placed) == roots.end())

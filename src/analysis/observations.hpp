@@ -33,6 +33,10 @@ static_assert(std::is_trivially_copyable_v<GapSample>);
 // Most gaps kept per communicator rank (the newest): enough for the statistics, small at 16k GPUs.
 inline constexpr size_t kMaxGapSamples = 256;
 
+// NCCL's slots per connection (NCCL_STEPS): the buffer a GPU fills before it must wait, in
+// steps (pipeline/passage_lag.hpp).
+inline constexpr int kSlotsPerConnection = 8;
+
 // A communicator rank's fixed-size facts: everything of a GlobalCommRank but its list of
 // gaps. Trivially copyable, so the exchange sends it as it is (pipeline/exchange_wire.hpp):
 // a member added here reaches rank 0 without further code.

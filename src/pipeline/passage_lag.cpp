@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
-
+#include <vector>
 
 namespace culprit {
 namespace {

@@ -2,17 +2,18 @@
 //
 // A ring channel enters a node at one GPU (its entry: a network receive), passes the node's
 // other GPUs over NVLink and leaves at its exit (a network send); the proxy records only the
-// two ends. Every connection has kSlotsPerConnection slots. Data received by the entry at step k leaves
-// the exit at step k + g (g: the node's GPUs in the communicator; each GPU forwards a step one
-// step later). When one GPU frees its receive slots late (a slow consumer), every GPU before it
-// on the channel fills its slots and waits; the ones after it are starved. So, on the node's
-// GPU clock, the time from the entry freeing the slot of step k to the exit handing step k + g
-// to its proxy, in steps of the channel's pace (the entry's time per step), is about:
-//   the entry itself holds its slots:     -kSlotsPerConnection (it frees a slot a full buffer after it
-//                                          forwarded its data);
+// two ends. Every connection has kSlotsPerConnection (NCCL_STEPS, 8) slots. Data received by
+// the entry at step k leaves the exit at step k + g (g: the node's GPUs in the communicator;
+// each GPU forwards a step one step later). When one GPU frees its receive slots late (a slow
+// consumer), every GPU before it on the channel fills its slots and waits; the ones after it
+// are starved. So, on the node's GPU clock, the time from the entry freeing the slot of step k
+// to the exit handing step k + g to its proxy, in steps of the channel's pace (the entry's time
+// per step), is about (S = kSlotsPerConnection):
+//   the entry itself holds its slots:     -S (it frees a slot a full buffer after it forwarded
+//                                          its data);
 //   the GPU after the entry is slow:       about 0 (the passage itself);
-//   p GPUs after the entry:                kSlotsPerConnection (p - 1): p - 1 full buffers wait between;
-//   the exit is slow (p = g - 1):          kSlotsPerConnection (g - 2).
+//   p GPUs after the entry:                S (p - 1): p - 1 full buffers wait between;
+//   the exit is slow (p = g - 1):          S (g - 2).
 // A buffer only partly full lowers the backlog, never raises it. The analysis
 // (analysis/consumer_position.hpp) reads the lags to find which GPU of the node consumes
 // slowly; the proxy alone sees only that the entry's slots are freed late.
@@ -28,9 +29,6 @@
 #include "io/local_data.hpp"
 
 namespace culprit {
-
-// NCCL's slots per connection (NCCL_STEPS).
-inline constexpr int kSlotsPerConnection = 8;
 
 // Sums each (collective, channel) of the window whose node holds exactly one network receive
 // and one network send, by two different processes, into the entry's entry_lag_* and the

@@ -156,6 +156,14 @@ TEST(ConsumerPosition, TwoGpusThatEachLookSlowMoveNothing) {
   EXPECT_EQ(ring.evidence[3].culprit_class, CulpritClass::kGpuConsumer);
 }
 
+TEST(ConsumerPosition, NothingIsMovedOntoAGpuThatStopped) {
+  Ring ring;
+  ring.entry_lags(3, {8.3, 7.9, 8.6, 8.1, 8.0});
+  ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
+  ring.evidence[5].stop();  // a hang outranks any delay
+  EXPECT_TRUE(ring.concludes_nothing());
+}
+
 TEST(ConsumerPosition, OnlyARootNamedGpuConsumerIsPlaced) {
   Ring ring;
   ring.entry_lags(3, {0.4, 0.1, 0.6, 0.3, 0.2, 0.5, 0.2, 0.3});
