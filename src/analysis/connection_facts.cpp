@@ -151,4 +151,12 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
   return out;
 }
 
+std::map<uint32_t, std::set<uint64_t>> slow_consuming_comms(const Observations& observations,
+                                                           const std::vector<EdgeFacts>& facts) {
+  std::map<uint32_t, std::set<uint64_t>> comms;
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (facts[i].slow_consume) comms[facts[i].dst].insert(observations.edges[i].key.comm_hash);
+  return comms;
+}
+
 }  // namespace culprit

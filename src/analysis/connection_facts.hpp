@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,9 @@ ConnectionFacts judge_connections(const Observations& observations, ProcessConte
 
 // The most specific cause first: a slow flush also withholds credit from the sender.
 EdgeVerdict verdict_of(const EdgeFacts& facts);
+
+// The communicators in which each process's network receives were slow to consume.
+std::map<uint32_t, std::set<uint64_t>> slow_consuming_comms(const Observations& observations,
+                                                           const std::vector<EdgeFacts>& facts);
 
 }  // namespace culprit

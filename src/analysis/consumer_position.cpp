@@ -64,13 +64,6 @@ Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint
   return {entry, exit, below(entry, kHoldBound), above(entry, kPassBound), above(exit, -kSlots / 2)};
 }
 
-std::set<uint64_t> slow_consuming_comms(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t p) {
-  std::set<uint64_t> comms;
-  for (size_t i = 0; i < facts.size(); ++i)
-    if (facts[i].slow_consume && facts[i].dst == p) comms.insert(obs.edges[i].key.comm_hash);
-  return comms;
-}
-
 // Whether `process`'s network sends in `comms` wait for their receivers' credit more than for
 // their own data: then the node's buffers are full because the data is held beyond the node
 // (the next node, the wire), and a full backlog before the exit says nothing of the exit.
@@ -142,12 +135,12 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
                                                     const std::vector<Evidence>& evidence,
                                                     const std::vector<uint32_t>& roots) {
   std::vector<ConsumerPlacement> out;
+  const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
   for (uint32_t named : roots) {
     const Evidence& e = evidence[named];
-    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
-    const std::set<uint64_t> comms = slow_consuming_comms(observations, facts, named);
-    if (comms.empty()) continue;
-    ConsumerPlacement placement = place_one(observations, facts, context, named, comms);
+    auto comms = slow_comms.find(named);
+    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer || comms == slow_comms.end()) continue;
+    ConsumerPlacement placement = place_one(observations, facts, context, named, comms->second);
     if (placement.placed != named && evidence[placement.placed].stopped) placement.left = 0;  // a hang outranks it
     out.push_back(std::move(placement));
   }

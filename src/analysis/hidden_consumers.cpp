@@ -18,15 +18,6 @@ std::set<CommProcess> network_receivers(const Observations& obs, const std::vect
   return receivers;
 }
 
-// The communicators in which each process's network receives were slow to consume.
-std::map<uint32_t, std::set<uint64_t>> slow_consuming_comms(const Observations& obs,
-                                                           const std::vector<EdgeFacts>& facts) {
-  std::map<uint32_t, std::set<uint64_t>> comms;
-  for (size_t i = 0; i < facts.size(); ++i)
-    if (facts[i].slow_consume) comms[facts[i].dst].insert(obs.edges[i].key.comm_hash);
-  return comms;
-}
-
 }  // namespace
 
 std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
