@@ -10,6 +10,21 @@ const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
 
 bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ? v.has_send : v.has_recv; }
 
+// For each receiver among `values`, the robust baseline of the other receivers' values.
+template <typename Receiver>
+std::map<Receiver, Robust> baselines_without_each(const std::vector<std::pair<double, Receiver>>& values) {
+  std::map<Receiver, Robust> out;
+  std::vector<double> others;
+  for (const auto& [value, receiver] : values) {
+    if (out.count(receiver)) continue;
+    others.clear();
+    for (const auto& [other_value, other] : values)
+      if (other != receiver) others.push_back(other_value);
+    out[receiver] = robust_of(others);
+  }
+  return out;
+}
+
 }  // namespace
 
 ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
@@ -26,17 +41,15 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
       if (has_half_of(v, p))
         groups_[kind_of(k)][p].members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
   }
-  for (auto& [kind, by_phase] : groups_)
-    for (auto& [phase, group] : by_phase) {
-      std::vector<double> values;
-      for (const auto& m : group.members) values.push_back(m.first);
-      group.base = robust_of(std::move(values));
-    }
-  std::map<Group*, std::vector<double>> shortest;
   for (const EdgeView& v : views)
     if (v.has_recv && v.consume_min_ns)
-      shortest[&groups_[kind_of(v.edge->key)][kRecvGpuWait]].push_back(*v.consume_min_ns);
-  for (auto& [group, values] : shortest) group->shortest = robust_of(std::move(values));
+      groups_[kind_of(v.edge->key)][kRecvGpuWait].shortest.emplace_back(
+          *v.consume_min_ns, std::make_pair(v.edge->key.comm_hash, v.edge->key.dst_rank));
+  for (auto& [kind, by_phase] : groups_)
+    for (auto& [phase, group] : by_phase) {
+      group.base_without = baselines_without_each(group.members);
+      group.shortest_without = baselines_without_each(group.shortest);
+    }
 }
 
 ReceiverPeers::Kind ReceiverPeers::kind_of(const EdgeKey& key) const {
@@ -60,9 +73,9 @@ double ReceiverPeers::sibling_wait(const EdgeView& view) const {
   return wait;
 }
 
-double ReceiverPeers::every_step_margin(const EdgeView& view, const Group& group, double cycle_ns) const {
-  if (!view.consume_min_ns || group.shortest.n < 2) return std::numeric_limits<double>::infinity();  // unknown
-  double excess = *view.consume_min_ns - low_reference(group.shortest);
+double ReceiverPeers::every_step_margin(const EdgeView& view, const Robust& shortest, double cycle_ns) const {
+  if (!view.consume_min_ns || shortest.n < 2) return std::numeric_limits<double>::infinity();  // unknown
+  double excess = *view.consume_min_ns - low_reference(shortest);
   return beyond_guard(excess, std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns)).margin;
 }
 
@@ -73,26 +86,28 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   auto group = kind->second.find(phase);
   if (group == kind->second.end()) return {};
   const Group& g = group->second;
+  const Receiver receiver{view.edge->key.comm_hash, view.edge->key.dst_rank};
   // Slow consumption must be so in every step: a second guard, and the margin is the tighter.
-  const double every_step = phase == kRecvGpuWait ? every_step_margin(view, g, cycle_ns)
-                                                  : std::numeric_limits<double>::infinity();
+  const auto shortest = g.shortest_without.find(receiver);
+  const double every_step = phase == kRecvGpuWait && shortest != g.shortest_without.end()
+                                ? every_step_margin(view, shortest->second, cycle_ns)
+                                : std::numeric_limits<double>::infinity();
   if (every_step == 0) return {};
-  Excess excess = excess_over_peers(view, g, phase, combines, cycle_ns);
+  const auto base = g.base_without.find(receiver);
+  if (base == g.base_without.end()) return {};  // the view lacks this phase's half
+  Excess excess = excess_over_peers(view, base->second, phase, combines, cycle_ns);
   excess.margin = std::min(excess.margin, every_step);
   return excess;
 }
 
-Excess ReceiverPeers::excess_over_peers(const EdgeView& view, const Group& g, int phase, bool combines,
+Excess ReceiverPeers::excess_over_peers(const EdgeView& view, const Robust& base, int phase, bool combines,
                                         double cycle_ns) const {
   double value = view.step_ns[phase];
   if (phase != kRecvFlushWait && combines) value = std::max(0.0, value - sibling_wait(view));
   double scale = cycle_ns;
   if (phase != kRecvFlushWait) scale *= config_.credit_rel_floor / config_.rel_floor;
-  if (g.base.n >= kMinRobustSample) return significant_excess(value, g.base, scale, config_);
-  double others = 0;
-  for (const auto& [other_value, receiver] : g.members)
-    if (receiver != std::make_pair(view.edge->key.comm_hash, view.edge->key.dst_rank))
-      others = std::max(others, other_value);
+  if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, config_);
+  const double others = base.n > 0 ? base.maximum : 0.0;
   return beyond_guard(value - others, std::max(config_.rel_floor * scale, config_.abs_floor_ns));
 }
 

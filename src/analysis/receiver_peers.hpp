@@ -10,15 +10,18 @@
 // stage's inputs from both neighbours (forward and backward) are separate calls that never
 // wait for each other, so no p2p receiver combines. A kind spans a wire group (wire_groups.hpp):
 // replicas of one kind, size and chunk consume the same chunks with the same kernels, and a
-// communicator alone may be too small to judge its members by: in one pipeline a stage slow on
-// all its inputs is half of its kind, and in a data-parallel pair over several channels a slow
-// consumer holds half the connections, which moves their median halfway to it.
+// communicator alone may be too small to judge its members by (a pipeline has two middle
+// stages, a data-parallel pair two receivers).
+//
+// A receiver is judged against the connections into the other receivers of its kind, never
+// its own: a slow receiver is slow on all of its inputs alike, and where it holds a large
+// share of its kind's connections (half of them in a tree of three GPUs, in a data-parallel
+// pair, or in a pipeline's middle stages) they would move the median halfway to it.
 //
 // Held buffers (withheld credit, slow consumption) only throttle a pipeline when they cost a
 // good part of a transfer, so those two are judged at credit_rel_floor of the step scale;
-// flush at rel_floor. With fewer than kMinRobustSample peers there is no robust baseline:
-// an outlier must then stand above every connection into other receivers (a slow receiver
-// is slow on all of its inputs alike).
+// flush at rel_floor. With fewer than kMinRobustSample connections into other receivers there
+// is no robust baseline: an outlier must then stand above every one of them.
 //
 // Slow consumption must also be in every step. A GPU slow to consume frees every slot late;
 // a GPU that holds a slot while it waits for something else (an input over NVLink, which no
@@ -58,16 +61,21 @@ class ReceiverPeers {
   using Channel = std::tuple<uint64_t, int32_t, int32_t>;  // (comm, receiving rank, channel)
   // (wire group; whether it runs send/recv only; combining)
   using Kind = std::tuple<uint64_t, bool, bool>;
+  using Receiver = std::pair<uint64_t, int32_t>;  // (comm, receiving rank)
   struct Group {
-    std::vector<std::pair<double, std::pair<uint64_t, int32_t>>> members;  // (value, (comm, receiving rank))
-    Robust base;
-    Robust shortest;  // the members' shortest steps, where known (kRecvGpuWait only)
+    std::vector<std::pair<double, Receiver>> members;   // each connection's value
+    std::vector<std::pair<double, Receiver>> shortest;  // its shortest step, where known (kRecvGpuWait only)
+    // Per receiver, the baseline of the other receivers' connections: a slow receiver is slow
+    // on all of its inputs alike, so its own connections are no reference for it.
+    std::map<Receiver, Robust> base_without;
+    std::map<Receiver, Robust> shortest_without;
   };
   Kind kind_of(const EdgeKey& key) const;
   // How far a receiver's shortest consumption step stands above its kind's typical shortest
   // (0: not in every step; infinite where steps are not timed).
-  double every_step_margin(const EdgeView& view, const Group& group, double cycle_ns) const;
-  Excess excess_over_peers(const EdgeView& view, const Group& group, int phase, bool combines, double cycle_ns) const;
+  double every_step_margin(const EdgeView& view, const Robust& shortest, double cycle_ns) const;
+  // Against `base`, the other receivers' connections.
+  Excess excess_over_peers(const EdgeView& view, const Robust& base, int phase, bool combines, double cycle_ns) const;
   double sibling_wait(const EdgeView& view) const;
 
   const AttributionConfig& config_;

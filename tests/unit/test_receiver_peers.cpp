@@ -131,19 +131,20 @@ TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
     EXPECT_EQ(pooled.anomaly(views[i], kRecvFlushWait, kCycleNs).ns > 0, slow) << i;
     EXPECT_FALSE(pooled.combining(edges[i].key)) << i;
   }
-  // Judged per communicator as a tree would be, the slow stage is half of its pipeline's
-  // middle-stage inputs and hides in their median.
+  // Judged per communicator as a tree would be (its stages combining), the slow stage is
+  // half of its pipeline's middle-stage inputs; against the other middle stage's alone it
+  // still stands out (39 us above the loudest of them).
   const size_t slow_input = 4;  // pipeline 0: 0>1 and 1>0 on both channels, then 1>2
   ASSERT_EQ(edges[slow_input].key.dst_rank, 2);
-  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs).ns, 0);
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[slow_input], kRecvFlushWait, kCycleNs).ns, 39000);
   EXPECT_TRUE(per_comm.combining(edges[slow_input].key));
 }
 
 TEST(ReceiverPeers, DataParallelPairsAreJudgedWithTheirReplicas) {
   // Four data-parallel pairs (a collective communicator each, ranks 0 and 1) over three
   // channels. Rank 1 of pair 0 consumes 40 us late per step on all its inputs: half of its
-  // pair's connections, so within the pair the median sits halfway to it; among the four
-  // pairs' receivers it stands out.
+  // pair's connections. Among the four pairs' receivers it stands out; within its pair alone
+  // too, against its partner's connections (its own are no reference for it).
   std::vector<EdgeSummary> edges;
   WireGroups replicas;
   for (uint64_t pair = 0; pair < 4; ++pair) {
@@ -165,7 +166,48 @@ TEST(ReceiverPeers, DataParallelPairsAreJudgedWithTheirReplicas) {
     const bool slow = edges[i].key.comm_hash == 0xD000 && edges[i].key.dst_rank == 1;
     EXPECT_EQ(pooled.anomaly(views[i], kRecvGpuWait, kCycleNs).ns > 0, slow) << i;
   }
-  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 0);  // 0xD000: 0 -> 1, channel 0
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 40000);  // 0xD000: 0 -> 1, channel 0
+  EXPECT_DOUBLE_EQ(per_comm.anomaly(views[3], kRecvGpuWait, kCycleNs).ns, 0);      // 0xD000: 1 -> 0
+}
+
+TEST(ReceiverPeers, AReceiverIsNeverItsOwnReference) {
+  // A tree of three GPUs, one per node, on two trees of three channels each: in each tree the
+  // middle GPU combines two inputs and the other two receive one input each. GPU 1 consumes
+  // every step 1.3 ms late on all six of its inputs, which are half of the single-input
+  // receivers' twelve connections: with them in its baseline the median would sit halfway to
+  // it and its spread swallow the excess.
+  std::vector<EdgeSummary> edges;
+  for (int32_t channel = 0; channel < 6; ++channel) {
+    const int32_t middle = channel < 3 ? 2 : 0;
+    for (int32_t leaf : {0, 1, 2}) {
+      if (leaf == middle) continue;
+      edges.push_back(conn(leaf, middle, channel, kQuiet));
+      edges.push_back(conn(middle, leaf, channel, kQuiet));
+    }
+  }
+  for (EdgeSummary& e : edges) {
+    e.recv_gpu_wait_min_ops = 1;
+    e.recv_gpu_wait_min_ns = 1000;
+    if (e.key.dst_rank == 1) {
+      e.phase_ns[kRecvGpuWait] = 1300 * 1000 * kSteps;
+      e.recv_gpu_wait_min_ns = 1250 * 1000;
+    }
+  }
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  size_t slow = 0;
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const double excess = peers.anomaly(views[i], kRecvGpuWait, kCycleNs).ns;
+    if (edges[i].key.dst_rank == 1) {
+      ++slow;
+      EXPECT_FALSE(peers.combining(edges[i].key)) << i;
+      EXPECT_DOUBLE_EQ(excess, 1299000) << i;
+    } else {
+      EXPECT_DOUBLE_EQ(excess, 0) << i;
+    }
+  }
+  EXPECT_EQ(slow, 6u);
 }
 
 TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
