@@ -3,7 +3,8 @@
 //   2. connection facts connection_facts.hpp (receiver_peers, slow_wire, edge_stats)
 //   3. own time         own_delay.hpp, own_time_evidence.hpp; hangs: sequence_hang.hpp,
 //                       inflight_hang.hpp, flight_recorder_hang.hpp
-//   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp
+//   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp;
+//                       own_time_roots.hpp drops the holds of processes slow on their own
 //   5. wait-for graph   wait_graph.hpp: roots of the anomaly edges, victims along data_flow.hpp
 //   6. blame and score  blame.hpp; consumer_position.hpp moves a slow consumer to the GPU of its
 //                       node where the data waits; hidden_consumers.hpp shares the score of one
@@ -25,6 +26,7 @@
 #include "analysis/lanes.hpp"
 #include "analysis/own_delay.hpp"
 #include "analysis/own_time_evidence.hpp"
+#include "analysis/own_time_roots.hpp"
 #include "analysis/receiver_explanations.hpp"
 #include "analysis/sequence_hang.hpp"
 
@@ -67,13 +69,6 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
                     " (kernel/arrival lateness " + std::to_string(own_delay.late_ns[p]) + " ns)");
   for (const WaitEdge& h : holds)
     out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
-}
-
-// A GPU whose own work is measurably slow (kernel gaps) is a root whatever it also waits
-// for: waiting on others does not lengthen the work between its kernels, so its own holds
-// are dropped.
-void drop_holds_of_slow_workers(const OwnDelay& own_delay, std::vector<WaitEdge>& holds) {
-  std::erase_if(holds, [&](const WaitEdge& h) { return own_delay.late_ns[h.from] > 0 && own_delay.have_gaps; });
 }
 
 std::vector<uint32_t> roots_of(const std::vector<WaitEdge>& holds, const std::vector<Evidence>& evidence) {
@@ -145,7 +140,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
-  drop_holds_of_slow_workers(own_delay, holds);
+  drop_holds_of_own_time_roots(own_delay, facts.edges, holds);
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);

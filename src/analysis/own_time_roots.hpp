@@ -1,0 +1,28 @@
+// Pass between the explanations and the wait-for graph: a process whose own time is measurably
+// slow is a root whatever it also waits for, so its holds (wait-for edges) are dropped.
+//
+// Physics: waiting on others lengthens neither the work between a GPU's kernels (the gap
+// test, own_work_stragglers.hpp) nor the time a wire takes to move a chunk (its busy time and
+// shortest send, slow_wire.hpp and its peers: both are measured from the send accepted to its
+// completion, after any wait for data or credit). A process may be a victim of one fault and
+// the root of another at once, as in a pipeline whose stage waits for its next stage's credit
+// while its own link back to the previous one is slow. Kept as a victim there, it would hide
+// the second fault: the graph's roots are the sinks of the holds.
+//
+// What it cannot tell apart: two faults on one process (its root carries both).
+#pragma once
+
+#include <vector>
+
+#include "analysis/connection_facts.hpp"
+#include "analysis/own_delay.hpp"
+#include "analysis/wait_graph.hpp"
+
+namespace culprit {
+
+// Drops the holds of every GPU whose kernel gaps the gap test found slow (own_delay, where
+// any gaps were compared) and of every process that sends on a slow wire (facts).
+void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<EdgeFacts>& facts,
+                                  std::vector<WaitEdge>& holds);
+
+}  // namespace culprit
