@@ -34,9 +34,16 @@ EdgeView view_of(const EdgeSummary& e) {
   v.recv_cycle_ns = v.step_ns[kRecvWait] + v.step_ns[kRecvFlushWait] + v.step_ns[kRecvGpuWait];
   if (e.send_wire_steps) {
     v.wire_ns = static_cast<double>(e.send_wire_busy_ns) / static_cast<double>(e.send_wire_steps);
+    // Time a send spent queued behind others on the wire, at most: its SendWait beyond one
+    // busy interval (the rest is its own transfer, and latency). A wire whose sends waited
+    // longer for the receiver's credit is paced by the receiver. (Not so for the wait for
+    // data: the proxy posts a send's steps up to a buffer ahead, and each posted step waits
+    // for its data however fast the wire, so a saturated wire's sender shows that wait too.)
+    const double queued_ns = v.step_ns[kSendWait] - v.wire_ns;
     v.wire_saturated = static_cast<double>(e.send_wire_queued_steps) >=
                            kSaturatedShare * static_cast<double>(e.send_wire_steps) &&
-                       v.step_ns[kSendWait] >= kSaturatedDepth * v.wire_ns;
+                       v.step_ns[kSendWait] >= kSaturatedDepth * v.wire_ns &&
+                       queued_ns > v.step_ns[kSendPeerWait];
   }
   if (e.send_wait_min_ops)
     v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);

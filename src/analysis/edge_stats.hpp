@@ -80,9 +80,12 @@ struct EdgeView {
   double wire_ns = 0;
   // Mean over send ops of their shortest step SendWait (0 when unknown).
   double send_wait_min_ns = 0;
-  // Nearly every step of its sends queued behind the previous one (kSaturatedShare): the
-  // wire never waited for the sender, so its busy time per step is one transfer, with no
-  // latency in it. Where steps found the wire idle, wire_ns also holds the latency.
+  // Nearly every step of its sends queued behind the previous one (kSaturatedShare), several
+  // sends in flight (kSaturatedDepth), and its sends waited longer in the wire's queue than
+  // for the receiver's credit: the wire never waited for the sender, so its busy time per
+  // step is one transfer, with no latency in it. Where steps found the wire idle, wire_ns
+  // also holds the latency; where the sends were paced by credit and overlapped only because
+  // one send outlasts the pace (latency), it is the receiver's pace.
   bool wire_saturated = false;
   // Shortest single-step RecvGpuWait over the window's receive ops, where the input times
   // steps (unknown for probing's sums).

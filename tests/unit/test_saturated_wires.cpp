@@ -53,6 +53,23 @@ TEST(SaturatedWires, SaturatedMeansQueuedNearlyAlwaysAndSeveralSendsInFlight) {
   // Every step overlapped its predecessor, but one send in flight on average: latency, not a
   // queue (a flow paced by something else whose sends outlast the pace).
   EXPECT_FALSE(view_of(wire(0, 1, 0, 10, 1.0, 12)).wire_saturated);
+  // Sends paced by a slow consumer's credit (the numbers of a pipeline stage feeding one,
+  // seed 1234567): 13.3 us apart, each 17.5 us on the wire and queued about one send, but
+  // waiting 90 us per step for credit. Their busy time is the consumer's pace, not a transfer.
+  EdgeSummary credit_paced = wire(0, 1, 0, 13.3, 0.91, 31.9);
+  credit_paced.phase_ns[kSendPeerWait] = static_cast<uint64_t>(90.7 * 1000 * kSteps);
+  EXPECT_FALSE(view_of(credit_paced).wire_saturated);
+  // A slow link's sender waits far longer in the queue than for credit (ring 8x2x1, seed
+  // 12: 341 us SendWait per step, 51.5 us busy, 0.1 us waiting for credit).
+  EdgeSummary queued = wire(0, 1, 0, 51.5, 1.0, 341);
+  queued.phase_ns[kSendPeerWait] = static_cast<uint64_t>(0.1 * 1000 * kSteps);
+  EXPECT_TRUE(view_of(queued).wire_saturated);
+  // Its wait for data does not count against it: the proxy posts steps a buffer ahead, and
+  // each waits for its data however fast the wire (ring 60x2x5, seed 4242, a 2.63x link:
+  // 20.5 us SendWait, 5.4 us busy, 21.8 us waiting for data).
+  EdgeSummary data_waits = wire(0, 1, 0, 5.4, 1.0, 20.5);
+  data_waits.phase_ns[kSendGpuWait] = static_cast<uint64_t>(21.8 * 1000 * kSteps);
+  EXPECT_TRUE(view_of(data_waits).wire_saturated);
 }
 
 TEST(SaturatedWires, ALinkSlowerThanItsSaturatedPeersIsSlow) {
