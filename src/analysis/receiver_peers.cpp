@@ -10,21 +10,6 @@ const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
 
 bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ? v.has_send : v.has_recv; }
 
-// For each receiver among `values`, the robust baseline of the other receivers' values.
-template <typename Receiver>
-std::map<Receiver, Robust> baselines_without_each(const std::vector<std::pair<double, Receiver>>& values) {
-  std::map<Receiver, Robust> out;
-  std::vector<double> others;
-  for (const auto& [value, receiver] : values) {
-    if (out.count(receiver)) continue;
-    others.clear();
-    for (const auto& [other_value, other] : values)
-      if (other != receiver) others.push_back(other_value);
-    out[receiver] = robust_of(others);
-  }
-  return out;
-}
-
 }  // namespace
 
 ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const AttributionConfig& config,
@@ -47,9 +32,32 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
           *v.consume_min_ns, std::make_pair(v.edge->key.comm_hash, v.edge->key.dst_rank));
   for (auto& [kind, by_phase] : groups_)
     for (auto& [phase, group] : by_phase) {
-      group.base_without = baselines_without_each(group.members);
-      group.shortest_without = baselines_without_each(group.shortest);
+      for (const auto& [value, receiver] : group.members) {
+        group.sorted.push_back(value);
+        ++group.inputs[receiver];
+      }
+      std::sort(group.sorted.begin(), group.sorted.end());
     }
+}
+
+bool ReceiverPeers::may_stand_out(const Group& group, const Receiver& receiver, double value, double floor) {
+  auto own = group.inputs.find(receiver);
+  const size_t n = group.sorted.size(), others = own == group.inputs.end() ? n : n - own->second;
+  if (others < kMinRobustSample) return true;  // judged against the loudest other: not screened
+  // The k-th smallest of a subset is at least the k-th smallest of the whole.
+  const double median_bound = (group.sorted[(others - 1) / 2] + group.sorted[others / 2]) / 2;
+  return value - median_bound > floor;
+}
+
+const Robust& ReceiverPeers::others_of(const Values& values, std::map<Receiver, Robust>& cache,
+                                       const Receiver& receiver) {
+  auto cached = cache.find(receiver);
+  if (cached != cache.end()) return cached->second;
+  std::vector<double> others;
+  others.reserve(values.size());
+  for (const auto& [value, other] : values)
+    if (other != receiver) others.push_back(value);
+  return cache[receiver] = robust_of(std::move(others));
 }
 
 ReceiverPeers::Kind ReceiverPeers::kind_of(const EdgeKey& key) const {
@@ -87,25 +95,26 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   if (group == kind->second.end()) return {};
   const Group& g = group->second;
   const Receiver receiver{view.edge->key.comm_hash, view.edge->key.dst_rank};
+  if (!has_half_of(view, phase)) return {};
+  const double value = held_value(view, phase, combines);
+  const double scale = phase == kRecvFlushWait ? cycle_ns : cycle_ns * config_.credit_rel_floor / config_.rel_floor;
+  if (!may_stand_out(g, receiver, value, std::max(config_.rel_floor * scale, config_.abs_floor_ns))) return {};
   // Slow consumption must be so in every step: a second guard, and the margin is the tighter.
-  const auto shortest = g.shortest_without.find(receiver);
-  const double every_step = phase == kRecvGpuWait && shortest != g.shortest_without.end()
-                                ? every_step_margin(view, shortest->second, cycle_ns)
+  const double every_step = phase == kRecvGpuWait && !g.shortest.empty()
+                                ? every_step_margin(view, others_of(g.shortest, g.shortest_without, receiver), cycle_ns)
                                 : std::numeric_limits<double>::infinity();
   if (every_step == 0) return {};
-  const auto base = g.base_without.find(receiver);
-  if (base == g.base_without.end()) return {};  // the view lacks this phase's half
-  Excess excess = excess_over_peers(view, base->second, phase, combines, cycle_ns);
+  Excess excess = excess_over_peers(value, others_of(g.members, g.base_without, receiver), scale);
   excess.margin = std::min(excess.margin, every_step);
   return excess;
 }
 
-Excess ReceiverPeers::excess_over_peers(const EdgeView& view, const Robust& base, int phase, bool combines,
-                                        double cycle_ns) const {
-  double value = view.step_ns[phase];
-  if (phase != kRecvFlushWait && combines) value = std::max(0.0, value - sibling_wait(view));
-  double scale = cycle_ns;
-  if (phase != kRecvFlushWait) scale *= config_.credit_rel_floor / config_.rel_floor;
+double ReceiverPeers::held_value(const EdgeView& view, int phase, bool combines) const {
+  const double value = view.step_ns[phase];
+  return phase != kRecvFlushWait && combines ? std::max(0.0, value - sibling_wait(view)) : value;
+}
+
+Excess ReceiverPeers::excess_over_peers(double value, const Robust& base, double scale) const {
   if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, config_);
   const double others = base.n > 0 ? base.maximum : 0.0;
   return beyond_guard(value - others, std::max(config_.rel_floor * scale, config_.abs_floor_ns));

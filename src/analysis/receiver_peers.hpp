@@ -62,20 +62,31 @@ class ReceiverPeers {
   // (wire group; whether it runs send/recv only; combining)
   using Kind = std::tuple<uint64_t, bool, bool>;
   using Receiver = std::pair<uint64_t, int32_t>;  // (comm, receiving rank)
+  using Values = std::vector<std::pair<double, Receiver>>;
   struct Group {
-    std::vector<std::pair<double, Receiver>> members;   // each connection's value
-    std::vector<std::pair<double, Receiver>> shortest;  // its shortest step, where known (kRecvGpuWait only)
-    // Per receiver, the baseline of the other receivers' connections: a slow receiver is slow
-    // on all of its inputs alike, so its own connections are no reference for it.
-    std::map<Receiver, Robust> base_without;
-    std::map<Receiver, Robust> shortest_without;
+    Values members;   // each connection's value
+    Values shortest;  // its shortest step, where known (kRecvGpuWait only)
+    std::vector<double> sorted;         // the members' values, ascending
+    std::map<Receiver, size_t> inputs;  // the members of each receiver
+    // Per receiver, the baseline of the other receivers' connections (a slow receiver is slow
+    // on all of its inputs alike, so its own connections are no reference for it), made when
+    // first needed: one per receiver of a large kind would cost the kind's size squared.
+    mutable std::map<Receiver, Robust> base_without;
+    mutable std::map<Receiver, Robust> shortest_without;
   };
+  // Whether `value` of `receiver` may stand above the other receivers' median by `floor`:
+  // false where it cannot, whatever their spread (their median is at least the full group's
+  // order statistic at the same place).
+  static bool may_stand_out(const Group& group, const Receiver& receiver, double value, double floor);
+  static const Robust& others_of(const Values& values, std::map<Receiver, Robust>& cache, const Receiver& receiver);
   Kind kind_of(const EdgeKey& key) const;
   // How far a receiver's shortest consumption step stands above its kind's typical shortest
   // (0: not in every step; infinite where steps are not timed).
   double every_step_margin(const EdgeView& view, const Robust& shortest, double cycle_ns) const;
-  // Against `base`, the other receivers' connections.
-  Excess excess_over_peers(const EdgeView& view, const Robust& base, int phase, bool combines, double cycle_ns) const;
+  // The held time judged: a combining receiver's hold less its latest sibling input's delay.
+  double held_value(const EdgeView& view, int phase, bool combines) const;
+  // `value` against `base`, the other receivers' connections, with the floors at `scale`.
+  Excess excess_over_peers(double value, const Robust& base, double scale) const;
   double sibling_wait(const EdgeView& view) const;
 
   const AttributionConfig& config_;
