@@ -1,7 +1,10 @@
 // Output module: HDF5 results file (round trip and CONTRACT.md layout checked with the raw C
 // API and, when available, h5py), atomic writes, JSON, text report.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <hdf5.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -523,6 +526,46 @@ TEST_F(OutputTest, H5FailedRenameRemovesTheTemporary) {
   EXPECT_THROW(write_results_h5(sample_results(), file), std::runtime_error);
   EXPECT_EQ(listing(), std::vector<std::string>{"results.h5"});
   EXPECT_TRUE(fs::is_directory(file));
+}
+
+TEST_F(OutputTest, ADeviceTargetIsWrittenIntoNotReplaced) {
+  // `--json /dev/null` discards the output; renaming a file over the device (as root) would
+  // replace /dev/null with a regular file for the whole machine.
+  auto is_device = [] {
+    struct stat st {};
+    return ::stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode);
+  };
+  ASSERT_TRUE(is_device());
+  write_results_json(sample_results(), "/dev/null");
+  write_results_h5(sample_results(), "/dev/null");
+  write_results_html(sample_results(), "/dev/null");
+  EXPECT_TRUE(is_device());
+  if (!is_device() && ::geteuid() == 0) {  // the bug back: mend the machine for the tests after
+    ::unlink("/dev/null");
+    ::mknod("/dev/null", S_IFCHR | 0666, makedev(1, 3));
+    ::chmod("/dev/null", 0666);
+  }
+  EXPECT_FALSE(fs::exists("/dev/null.tmp." + std::to_string(::getpid())));
+}
+
+TEST_F(OutputTest, ANamedPipeReceivesTheWholeFile) {
+  const std::string fifo = path("results.pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Held open for reading (and writing, so that opening never blocks) by the test itself; the
+  // small file fits the pipe's buffer. Were the pipe replaced, nothing would arrive here.
+  const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  write_results_json(sample_results(), fifo);
+  std::string received;
+  char buffer[4096];
+  for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) > 0;) received.append(buffer, static_cast<size_t>(got));
+  ::close(fd);
+  ASSERT_FALSE(received.empty());
+  EXPECT_EQ(nlohmann::json::parse(received).at("culprits").size(), 2u);
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(listing(), std::vector<std::string>{"results.pipe"});  // no temporary beside it
 }
 
 TEST_F(OutputTest, H5ReadErrorsNameFileAndProblem) {
