@@ -115,7 +115,10 @@ double ReceiverPeers::held_value(const EdgeView& view, int phase, bool combines)
 }
 
 Excess ReceiverPeers::excess_over_peers(double value, const Robust& base, double scale) const {
-  if (base.n >= kMinRobustSample) return significant_excess(value, base, scale, config_);
+  if (base.n >= kMinRobustSample) {
+    const Excess excess = significant_excess(value, base, scale, config_);
+    return excess.ns > 0 ? excess : Excess{};  // held buffers below the peers' say nothing
+  }
   const double others = base.n > 0 ? base.maximum : 0.0;
   return beyond_guard(value - others, std::max(config_.rel_floor * scale, config_.abs_floor_ns));
 }
