@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/bottleneck_wires.hpp"
+
 namespace culprit {
 namespace {
 
@@ -34,11 +36,28 @@ std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<Edge
   // A saturated wire's busy time per step is one chunk's transfer, free of latency.
   std::map<uint64_t, LinksOfGroup> by_group =
       measured_links_of(views, groups, [](const EdgeView& v) { return v.wire_saturated ? v.wire_ns : 0.0; });
-  std::erase_if(by_group, [](const auto& group) { return group.second.size() < kMinLinks; });
+  // Groups with too few saturated links to compare them with each other: those links are the
+  // bottlenecks of their flows, judged against their group's unsaturated links where there are
+  // kMinLinks of those (bottleneck_wires.hpp).
+  const std::map<uint64_t, LinksOfGroup> unsaturated =
+      measured_links_of(views, groups, [](const EdgeView& v) { return v.wire_saturated ? 0.0 : v.wire_ns; });
+  std::map<uint64_t, LinksOfGroup> bottlenecks;
+  for (auto it = by_group.begin(); it != by_group.end();) {
+    if (it->second.size() >= kMinLinks) {
+      ++it;
+      continue;
+    }
+    auto peers = unsaturated.find(it->first);
+    if (peers != unsaturated.end() && peers->second.size() >= kMinLinks) bottlenecks.insert(*it);
+    it = by_group.erase(it);
+  }
   size_t judged_links = 0;
   for (const auto& [group, links] : by_group) judged_links += links.size();
+  for (const auto& [group, links] : bottlenecks) judged_links += links.size();
   const double tail = config.false_alarm / static_cast<double>(std::max<size_t>(1, judged_links));
   for (const auto& [group, links] : by_group) judge_links(links, views, tail, config, out);
+  for (const auto& [group, links] : bottlenecks)
+    judge_bottleneck_links(links, unsaturated.at(group), views, tail, config, out);
   return out;
 }
 

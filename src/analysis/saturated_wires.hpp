@@ -24,11 +24,9 @@
 // all wires of the group) and busy_wire_peers.hpp's (the same, link by link against the other
 // links' spread); the strongest verdict stands. The statistics are link_samples.hpp's.
 //
-// Not used, on purpose: the busy time of unsaturated wires as an upper bound of transfer time
-// for a communicator with few saturated links. It holds latency, but the wires that saturate
-// are, by selection, the slowest of the healthy ones too: where links differ by 10 %, the
-// naturally slowest saturates, and against the unsaturated ones it looked slow (5 false
-// culprits in the sweep, seed 12).
+// A group with fewer than kMinLinks saturated links has no spread between them to measure:
+// those links are judged as the bottlenecks of their flows against the group's unsaturated
+// links (bottleneck_wires.hpp), in the same family of tests.
 //
 // What it cannot tell apart: a link slower by fault from one slower by nature (among six links
 // that differ by 10 %, a link must be about 1.5x slower to be named).
@@ -49,7 +47,7 @@ struct SaturatedWireJudgement {
 
 // One judgement per view (same order); `judged` where the view is a saturated wire of a
 // wire group (a communicator, or the communicators of one kind, size and chunk: wire_groups.hpp)
-// with kMinLinks or more saturated links.
+// with kMinLinks or more saturated links, or with fewer and kMinLinks or more unsaturated ones.
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
                                                           const WireGroups& groups = {},
                                                           const LinkPeerConfig& config = {});

@@ -108,7 +108,8 @@ TEST(SaturatedWires, AllChannelsOfOneLinkAreOneSample) {
 }
 
 TEST(SaturatedWires, FewerThanThreeSaturatedLinksAreLeftToTheOtherTests) {
-  // Two saturated links and two paced ones: no spread between links to measure.
+  // Two saturated links and two paced ones: no spread between links to measure, and too few
+  // unsaturated links for the bottleneck test (test_bottleneck_wires.cpp).
   std::vector<SaturatedWireJudgement> j =
       judge({wire(0, 1, 0, 100), wire(1, 2, 0, 40), wire(2, 3, 0, 45, 0.2, 45), wire(3, 0, 0, 45, 0.2, 45)});
   for (const SaturatedWireJudgement& w : j) {
