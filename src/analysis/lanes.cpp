@@ -1,5 +1,7 @@
 #include "analysis/lanes.hpp"
 
+#include <algorithm>
+
 namespace culprit {
 
 Lanes::Lanes(const Observations& obs, const std::vector<EdgeFacts>& facts, const ProcessContext& context)
@@ -8,6 +10,9 @@ Lanes::Lanes(const Observations& obs, const std::vector<EdgeFacts>& facts, const
     if (facts[i].src == facts[i].dst) continue;
     const EdgeKey& k = obs.edges[i].key;
     outbound_[{context.host_of(facts[i].src), k.comm_hash, k.channel}].push_back(i);
+    const std::string &from = context.host_of(facts[i].src), &to = context.host_of(facts[i].dst);
+    neighbours_[{from, k.comm_hash, k.channel}].insert(to);
+    neighbours_[{to, k.comm_hash, k.channel}].insert(from);
   }
 }
 
@@ -22,8 +27,38 @@ const std::vector<size_t>& Lanes::exits(const Lane& lane) const {
   return it == outbound_.end() ? kNone : it->second;
 }
 
+std::vector<size_t> Lanes::onward_exits(size_t connection) const {
+  const Lane lane = entry_of(connection);
+  const std::vector<size_t>& all = exits(lane);
+  auto neighbours = neighbours_.find(lane);
+  if (neighbours == neighbours_.end() || neighbours->second.size() < 2) return all;
+  const std::string& came_from = context_.host_of(facts_[connection].src);
+  std::vector<size_t> onward;
+  for (size_t i : all)
+    if (context_.host_of(facts_[i].dst) != came_from) onward.push_back(i);
+  return onward;
+}
+
 bool Lanes::backpressured(const Lane& lane, const AttributionConfig& cfg, std::optional<uint32_t> receiver) const {
-  for (size_t i : exits(lane)) {
+  return held_beyond(exits(lane), cfg, receiver);
+}
+
+bool Lanes::backpressured(size_t connection, const AttributionConfig& cfg) const {
+  return held_beyond(onward_exits(connection), cfg, facts_[connection].dst);
+}
+
+double Lanes::onward_hold_ns(size_t connection) const {
+  double hold = 0;
+  for (size_t i : onward_exits(connection)) {
+    const EdgeView& v = facts_[i].view;
+    if (v.has_send) hold = std::max(hold, v.step_ns[kSendPeerWait] + v.step_ns[kSendWait]);
+  }
+  return hold;
+}
+
+bool Lanes::held_beyond(const std::vector<size_t>& exits, const AttributionConfig& cfg,
+                        std::optional<uint32_t> receiver) const {
+  for (size_t i : exits) {
     const EdgeFacts& o = facts_[i];
     if (o.no_credit || o.slow_link) return true;
     bool gpu_ahead = o.view.has_send && o.view.step_ns[kSendGpuWait] < cfg.rel_floor * o.view.send_cycle_ns;

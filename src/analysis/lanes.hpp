@@ -1,15 +1,25 @@
 // Lanes: where data leaves each node, per communicator and channel (host, comm, channel).
-// Inside one collective, data that enters a node on a lane leaves it on the same lane. The
-// exit is held up from beyond the node when its sender withholds nothing itself: its
-// receiver gives no credit, its wire is slow, or its GPU is ahead of the wire (data ready at
-// once, SendGpuWait under rel_floor of its step). Then a receiver of that lane that is slow
-// to free buffers is passing backpressure on, not causing it.
+// Inside one collective, data that enters a node on a lane leaves it on the same lane, but
+// not back to the node it came from where the node exchanges with two or more others on the
+// channel: a ring's next node is not its previous one, and an interior tree node passes what
+// its parent sends on to its children and what its children send on to its parent, in two
+// thread groups that do not wait for each other (NCCL's runTreeSplit). A node that exchanges
+// with one other only may send the data back (a ring of two; a tree's root returns its
+// child's data reduced), or not (a tree's leaf sends up what it did not receive from above):
+// the records cannot tell a root from a leaf, so its exit counts. The exit is held up from
+// beyond the node when its sender withholds nothing itself: its receiver gives no credit, its
+// wire is slow, or its GPU is ahead of the wire (data ready at once, SendGpuWait under
+// rel_floor of its step). Then a receiver of that lane that is slow to free buffers is passing
+// backpressure on, not causing it, as far as the exits were held: a GPU that waits for a free
+// output slot holds its input no longer per step than its sends waited for credit and wire
+// (both sides have NCCL_STEPS slots), so what it holds beyond that is its own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -29,6 +39,8 @@ class Lanes {
   Lane entry_of(size_t connection) const;
   // Indices of the network connections that leave a node on `lane`.
   const std::vector<size_t>& exits(const Lane& lane) const;
+  // The exits of `connection`'s entry lane that can carry its data on (above).
+  std::vector<size_t> onward_exits(size_t connection) const;
   // Whether the exits of `lane` are held up from beyond the node (above). With `receiver`,
   // the lane's receiver being judged: an exit whose GPU is ahead does not count where the
   // node beyond it feeds `receiver` and waits for its credit. In a ring of two nodes the
@@ -36,8 +48,17 @@ class Lanes {
   // its own withheld credit coming round, not a hold from elsewhere.
   bool backpressured(const Lane& lane, const AttributionConfig& config,
                      std::optional<uint32_t> receiver = std::nullopt) const;
+  // Whether the onward exits of `connection` are held up from beyond its receiver's node,
+  // judged for its receiver.
+  bool backpressured(size_t connection, const AttributionConfig& config) const;
+  // The longest time per step a send of `connection`'s onward exits was held, waiting for
+  // credit and on the wire (SendPeerWait + SendWait): the most backpressure can hold its
+  // receiver's input per step.
+  double onward_hold_ns(size_t connection) const;
 
  private:
+  bool held_beyond(const std::vector<size_t>& exits, const AttributionConfig& config,
+                   std::optional<uint32_t> receiver) const;
   // Whether the node that `exit` enters sends into `receiver` on the same lane and waits for
   // its credit there.
   bool beyond_waits_on(size_t exit, uint32_t receiver) const;
@@ -46,6 +67,7 @@ class Lanes {
   const std::vector<EdgeFacts>& facts_;
   const ProcessContext& context_;
   std::map<Lane, std::vector<size_t>> outbound_;
+  std::map<Lane, std::set<std::string>> neighbours_;  // the hosts a lane's node exchanges with
 };
 
 }  // namespace culprit

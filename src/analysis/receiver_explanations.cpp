@@ -100,10 +100,9 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   const EdgeFacts& f = c.facts;
   double weight = f.anomaly[kSendPeerWait] * c.send_steps;
   holds.push_back({f.src, f.dst, weight, "no_credit"});
-  Lane lane = in.lanes.entry_of(c.index);
   bool late_elsewhere = std::any_of(late_on_host.begin(), late_on_host.end(), [&](uint32_t x) { return x != f.dst; });
-  if (!f.p2p && in.lanes.backpressured(lane, cfg, f.dst)) {
-    for (size_t o : in.lanes.exits(lane))
+  if (!f.p2p && in.lanes.backpressured(c.index, cfg)) {
+    for (size_t o : in.lanes.onward_exits(c.index))
       if (in.facts[o].dst != f.dst) holds.push_back({f.dst, in.facts[o].src, weight, "backpressure"});
   } else if (late_elsewhere && c.flush == 0 && c.consume == 0) {
     for (uint32_t x : late_on_host)
@@ -116,6 +115,18 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   } else {
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin);
   }
+}
+
+// A receiver slow to consume on a backpressured lane: backpressure holds its input no longer
+// per step than its onward exits' sends were held (lanes.hpp); what it holds beyond both that
+// and its peers is its own, with its margin scaled down alike.
+void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in, ReceiverTimes& times) {
+  const EdgeFacts& f = c.facts;
+  const double excess = f.anomaly[kRecvGpuWait];
+  const double beyond = std::min(excess, f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
+  const double margin = c.consume_margin * beyond / excess;
+  if (beyond > 0 && margin > 1)
+    times.offer(f.dst, c.comm, beyond * c.recv_steps, CulpritClass::kGpuConsumer, margin);
 }
 
 }  // namespace
@@ -136,9 +147,11 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
       explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
-    } else if (f.p2p || !in.lanes.backpressured(in.lanes.entry_of(i), cfg, f.dst)) {
+    } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {
       if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
+    } else if (c.consume > 0) {
+      offer_consumption_beyond_backpressure(c, in, times);
     }
   }
   times.commit(in.context, receiving_comms(in), evidence, holds);

@@ -105,6 +105,54 @@ TEST(Lanes, InATwoNodeRingTheQueueOnTheReceiversOwnExitIsItsOwnWithheldCreditCom
   EXPECT_TRUE(lanes3.backpressured(lane_b, cfg, 2u));
 }
 
+TEST(Lanes, AnInteriorNodeSendsNothingBackToTheNodeItCameFrom) {
+  // One channel of a tree of three nodes, one GPU each: P (process 1) between its parent R (0)
+  // and its leaf L (2). P sends up to R and down to L; L sends up to P.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  test::add_collective_processes(obs, kComm, {"nodeR", "nodeP", "nodeL"});
+  auto add = [&](uint32_t src, uint32_t dst, double send_gpu_wait_share) -> EdgeFacts& {
+    EdgeFacts& f = test::add_connection(obs, facts, kComm, src, dst, 0, 8);
+    f.view.send_cycle_ns = 100000;
+    f.view.step_ns[kSendGpuWait] = send_gpu_wait_share * 100000;
+    f.view.step_ns[kSendPeerWait] = 30000;
+    f.view.step_ns[kSendWait] = 20000;
+    return f;
+  };
+  add(1, 2, 0.5);                    // 0: P -> L (broadcast down)
+  add(2, 1, 0.1).no_credit = true;   // 1: L -> P (reduce up): its data ready, P's credit late
+  add(0, 1, 0.5);                    // 2: R -> P (broadcast down)
+  EdgeFacts& up = add(1, 0, 0.1);    // 3: P -> R (reduce up): its data ready
+  up.view.step_ns[kSendPeerWait] = 70000;
+  ProcessContext ctx(obs);
+  Lanes lanes(obs, facts, ctx);
+  AttributionConfig cfg;
+  // What P receives from R goes on to L only, what it receives from L to R only (a tree
+  // node's up and down are separate thread groups): the held exit up holds L's data alone.
+  EXPECT_EQ(lanes.onward_exits(2), (std::vector<size_t>{0}));
+  EXPECT_EQ(lanes.onward_exits(1), (std::vector<size_t>{3}));
+  EXPECT_TRUE(lanes.backpressured(lanes.entry_of(2), cfg));  // the lane as a whole
+  EXPECT_FALSE(lanes.backpressured(size_t{2}, cfg));
+  EXPECT_TRUE(lanes.backpressured(size_t{1}, cfg));
+  EXPECT_DOUBLE_EQ(lanes.onward_hold_ns(1), 90000);  // P -> R: 70 us for credit, 20 on the wire
+  EXPECT_DOUBLE_EQ(lanes.onward_hold_ns(2), 50000);
+  // The leaf exchanges with P alone: a root returning its child's data looks the same, so its
+  // exit back to P counts.
+  EXPECT_EQ(lanes.onward_exits(0), (std::vector<size_t>{1}));
+  EXPECT_TRUE(lanes.backpressured(size_t{0}, cfg));
+}
+
+TEST(Lanes, AChannelOfTwoNodesSendsItsDataBackToWhereItCameFrom) {
+  // A ring (or a tree) of two nodes: nodeB's exit goes back to nodeA, and carries the data.
+  TwoNodes ring;
+  ring.add(1, 2, 0);
+  ring.add(3, 0, 0, 0.1).no_credit = true;
+  ProcessContext ctx(ring.obs);
+  Lanes lanes(ring.obs, ring.facts, ctx);
+  EXPECT_EQ(lanes.onward_exits(0), (std::vector<size_t>{1}));
+  EXPECT_TRUE(lanes.backpressured(size_t{0}, AttributionConfig{}));
+}
+
 TEST(Lanes, AnExitWithoutItsSendHalfShowsNoGpuAhead) {
   TwoNodes job;
   job.add(1, 2, 0);

@@ -219,6 +219,37 @@ TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceUnlessThe
   EXPECT_EQ(p2p.evidence[2].culprit_class, CulpritClass::kFlush);
 }
 
+TEST(ReceiverExplanations, BackpressureHoldsAnInputNoLongerPerStepThanTheExitsSendsWereHeld) {
+  // Receiver 2 holds each slot 600 us (its kind's typical: a few us, so 590 us of excess at a
+  // margin of 9); nodeB's exit has its data ready at once (GPU ahead) and each of its sends
+  // waited 160 us for credit and 200 us on the wire: backpressure explains 360 us a step.
+  auto slow_consumer_on_held_lane = [](double exit_hold_ns) {
+    Job job;
+    job.into_b().slow_consume = true;
+    job.into_b().view.step_ns[kRecvGpuWait] = 600000;
+    job.into_b().anomaly[kRecvGpuWait] = 590000;
+    job.into_b().margin[kRecvGpuWait] = 9;
+    EdgeFacts& exit = job.exit_of_b();
+    exit.view.step_ns[kSendGpuWait] = 1000;
+    exit.view.step_ns[kSendPeerWait] = exit_hold_ns * 0.45;
+    exit.view.step_ns[kSendWait] = exit_hold_ns * 0.55;
+    job.run();
+    return job;
+  };
+  Job own = slow_consumer_on_held_lane(360000);
+  EXPECT_TRUE(own.holds.empty());
+  EXPECT_EQ(own.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_NEAR(own.evidence[2].ns, 240000.0 * kSteps, 1);  // what it held beyond its exit's hold
+  EXPECT_NEAR(own.evidence[2].margin, 9 * 240.0 / 590.0, 1e-9);
+  // Where the exit's sends were held as long as the input (a tree's root returning its child's
+  // data over a slow wire), the hold is all backpressure.
+  Job passed_on = slow_consumer_on_held_lane(620000);
+  EXPECT_FALSE(passed_on.evidence[2].any());
+  // Beyond the hold by less than its guards: passed on too.
+  Job within_guard = slow_consumer_on_held_lane(560000);
+  EXPECT_FALSE(within_guard.evidence[2].any());
+}
+
 TEST(ReceiverExplanations, AReceiversTimeAddsOverItsCommunicatorsNotOverChannels) {
   // GPU 2 consumes slowly in the world communicator (two channels, 10 us each over the
   // window) and in a second one (10 us); GPU 3 only in the world one, 15 us on one channel
