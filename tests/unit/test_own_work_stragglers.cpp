@@ -159,16 +159,24 @@ int healthy_jobs_with_an_alarm(int ranks, double hetero, double jitter, int jobs
   return alarms;
 }
 
-TEST(OwnWorkStragglers, HealthyJobsRaiseAlarmsAtAboutTheDesignRate) {
+TEST(OwnWorkStragglers, HealthyJobsRaiseAlarmsAtAFewTimesTheDesignRate) {
   // The test is built for one false alarm in a thousand healthy jobs. It holds only if the
   // yardstick's uncertainty is counted honestly: the spread between GPUs measured once per
   // other GPU (not once per gap), the noise estimate worth the efficiency of a median. Among
   // GPUs that differ by 10 %, counting the spread's estimate as surer than it is raised an
   // alarm in 2-3 % of jobs of 16 GPUs and 1 % of 64 (measured before the yardstick was the
   // others' whole variance with the degrees of freedom of the other GPUs).
+  // Still above the design at this spread, measured over 10,000 jobs of each size: 53 alarms
+  // in jobs of 16 GPUs and 22 in jobs of 64, against 10 and 10. Two causes, both at a spread
+  // of 10 %: the prior (5 %, worth four GPUs) pulls a small job's yardstick below it (with a
+  // prior of 10 %: 11 and 16, but a 1.3x straggler among 16 GPUs that differ by 3 % is then
+  // named in 17 % of jobs, not 63 %), and in pools of about 15 the clipped variance sometimes
+  // settles on a tight core (its 0.1 % quantile is 0.09 of the truth, a plain mean square's
+  // 0.22). docs/accuracy.md, "The gap test's own false alarm rate".
   const int jobs = 1000;
   const int alarms = healthy_jobs_with_an_alarm(16, 0.1, 0.15, jobs) + healthy_jobs_with_an_alarm(64, 0.1, 0.15, jobs);
-  // 2 expected in 2000 jobs; 8 is the Poisson bound that 2 exceeds once in a thousand.
+  // 7 in these 2000 jobs (the rate above). 8 keeps it from growing unseen; at the design rate
+  // (2 expected) 8 is exceeded once in a thousand runs.
   EXPECT_LE(alarms, 8);
 }
 
