@@ -11,6 +11,7 @@ Lanes::Lanes(const Observations& obs, const std::vector<EdgeFacts>& facts, const
     const EdgeKey& k = obs.edges[i].key;
     outbound_[{context.host_of(facts[i].src), k.comm_hash, k.channel}].push_back(i);
     const std::string &from = context.host_of(facts[i].src), &to = context.host_of(facts[i].dst);
+    if (from == to) continue;  // a connection inside one node joins it to no other
     neighbours_[{from, k.comm_hash, k.channel}].insert(to);
     neighbours_[{to, k.comm_hash, k.channel}].insert(from);
   }

@@ -147,9 +147,10 @@ TEST(Lanes, AChannelOfTwoNodesSendsItsDataBackToWhereItCameFrom) {
   TwoNodes ring;
   ring.add(1, 2, 0);
   ring.add(3, 0, 0, 0.1).no_credit = true;
+  ring.add(2, 3, 0);  // a connection inside nodeB joins it to no third node
   ProcessContext ctx(ring.obs);
   Lanes lanes(ring.obs, ring.facts, ctx);
-  EXPECT_EQ(lanes.onward_exits(0), (std::vector<size_t>{1}));
+  EXPECT_EQ(lanes.onward_exits(0), (std::vector<size_t>{1, 2}));
   EXPECT_TRUE(lanes.backpressured(size_t{0}, AttributionConfig{}));
 }
 
