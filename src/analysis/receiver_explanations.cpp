@@ -147,6 +147,8 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
       explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
+    } else if (c.flush == 0 && c.consume == 0) {
+      continue;  // nothing of its own to explain: its lane need not be looked at
     } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {
       if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
