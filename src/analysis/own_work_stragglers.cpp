@@ -153,7 +153,8 @@ void judge_role(const std::vector<const GapObservation*>& members, std::vector<D
 Departure combined(const std::vector<const Departure*>& parts) {
   Departure c;
   c.process = parts.front()->process;
-  c.in_pool = true;
+  c.in_pool = parts.front()->in_pool;
+  c.partner = parts.front()->partner;
   bool weighed = true;
   for (const Departure* d : parts) weighed = weighed && d->noise_var > 0;
   std::vector<double> weights;
@@ -181,7 +182,10 @@ Departure combined(const std::vector<const Departure*>& parts) {
 // cancels), with the noise of both and none of the GPU's pool departure, so it joins that
 // departure. Where the GPU has none in the pool, the pair's is judged on its own; where only
 // the partner has none, it is a second, weaker test of what the pool already judges, and
-// would only cost the family-wise bound a test.
+// would only cost the family-wise bound a test. A GPU outside the pool that shares two-rank
+// roles with the same partner in several communicators (a job of two GPUs in a world and a
+// data-parallel communicator) compares the same two speeds in each, with independent noise:
+// those departures are one test, combined as the pool's are.
 std::vector<Departure> combined_by_process(const std::vector<Departure>& departures) {
   std::map<uint32_t, std::vector<const Departure*>> pooled;
   for (const Departure& d : departures)
@@ -190,11 +194,12 @@ std::vector<Departure> combined_by_process(const std::vector<Departure>& departu
   for (const auto& [process, parts] : pooled)
     pool_departure.emplace(process, parts.size() == 1 ? *parts.front() : combined(parts));
   std::vector<Departure> out, bridged;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const Departure*>> paired;  // (process, partner)
   for (const Departure& d : departures) {
     if (d.in_pool) continue;
     auto own = pool_departure.find(d.process), partner = pool_departure.find(d.partner);
     if (own == pool_departure.end()) {
-      out.push_back(d);
+      paired[{d.process, d.partner}].push_back(&d);
     } else if (partner != pool_departure.end() && d.noise_var > 0 && partner->second.noise_var > 0) {
       Departure b = d;
       b.in_pool = true;
@@ -207,6 +212,7 @@ std::vector<Departure> combined_by_process(const std::vector<Departure>& departu
   }
   for (const Departure& b : bridged) pooled[b.process].push_back(&b);
   for (const auto& [process, parts] : pooled) out.push_back(parts.size() == 1 ? *parts.front() : combined(parts));
+  for (const auto& [pair, parts] : paired) out.push_back(parts.size() == 1 ? *parts.front() : combined(parts));
   return out;
 }
 
