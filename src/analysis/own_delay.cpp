@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "analysis/own_work_stragglers.hpp"
 #include "analysis/stage_work.hpp"
@@ -168,14 +169,40 @@ void kernel_start_fallback(const Observations& obs, const std::function<double(c
   }
 }
 
+// A communicator rank's place in the data flow as its connections show it: how many it
+// receives on and sends on (channels included).
+using FlowPlace = std::pair<int, int>;
+
+// The communicators whose ranks with receive ops all hold the same place: in a ring every rank
+// receives on each channel alike, in a tree a leaf, an interior node and the root do not.
+std::set<uint64_t> communicators_of_equal_places(const Observations& obs) {
+  std::map<std::pair<uint64_t, int32_t>, FlowPlace> place;
+  for (const EdgeSummary& e : obs.edges) {
+    if (e.key.src_rank == e.key.dst_rank) continue;
+    ++place[{e.key.comm_hash, e.key.dst_rank}].first;
+    ++place[{e.key.comm_hash, e.key.src_rank}].second;
+  }
+  std::map<uint64_t, std::set<FlowPlace>> places;
+  for (const GlobalCommRank& c : obs.comm_ranks)
+    if (c.op_samples) places[c.comm_hash].insert(place[{c.comm_hash, c.rank}]);
+  std::set<uint64_t> equal;
+  for (const auto& [comm, kinds] : places)
+    if (kinds.size() == 1) equal.insert(comm);
+  return equal;
+}
+
 // Late arrival seen on the proxy's own clock, only without kernel clocks (KernelCh not
 // recorded). Every rank's receive ops end when the collective's data has gone round; a rank
-// that posts them late has the shortest ops. In a ring all ranks play the same part; in trees
-// and pipelines op lengths differ by position, so this is a last resort.
+// that posts them late has the shortest ops. That holds among ranks that play the same part
+// (a ring's); in trees and pipelines op lengths differ by position (a tree's root receives
+// its children's data, a leaf its parent's after the root's), so communicators whose ranks
+// hold different places in the data flow are not judged: the shortest ops there belonged to
+// a healthy GPU placed where the data arrives first.
 void short_ops_fallback(const Observations& obs, const std::function<double(const Robust&)>& guard_of, Late late) {
+  const std::set<uint64_t> comparable = communicators_of_equal_places(obs);
   std::map<uint64_t, std::vector<const GlobalCommRank*>> by_comm;
   for (const GlobalCommRank& c : obs.comm_ranks)
-    if (c.op_samples) by_comm[c.comm_hash].push_back(&c);
+    if (c.op_samples && comparable.count(c.comm_hash)) by_comm[c.comm_hash].push_back(&c);
   for (const auto& [comm, members] : by_comm) {
     std::vector<double> means;
     for (const GlobalCommRank* c : members) means.push_back(static_cast<double>(c->op_time_sum_ns) / c->op_samples);

@@ -355,8 +355,10 @@ INSTANTIATE_TEST_SUITE_P(
 // - world+dp slow_gpu: 2.27 finds the straggler through the KernelCh GPU clocks
 //   (StartGpuClk), which 2.24-2.26 do not print; without them no culprit is named.
 // - tree slow_gpu: 2.27 and 2.28 name the injected straggler alone; 2.24-2.26 have no GPU
-//   clocks and no SendPeerWait (its time is inside SendGpuWait), and rank another GPU of
-//   the tree, from withheld credit, above it.
+//   clocks and no SendPeerWait (its time is inside SendGpuWait), and name nobody. Their last
+//   resort, the rank with the shortest receive ops, judges only ranks in the same place of
+//   the data flow (a ring's): here it named a healthy GPU first, whose ops were short by its
+//   place in the tree.
 // - pipeline slow_gpu: 2.27 finds the straggler through the gaps between its send/recv
 //   kernels (StopGpuClk to StartGpuClk). 2.24-2.26 print no GPU clocks, and from 2.28 on
 //   only channel 0 carries StopGpuClk, which p2p kernels (channels 16 and up) do not use;

@@ -80,6 +80,35 @@ TEST(OwnDelay, WithoutKernelClocksTheRankWithShortReceiveOpsPostedLate) {
   }
 }
 
+// A connection of the world communicator from rank `src` to rank `dst` on channel 0.
+void connect(Observations& obs, int32_t src, int32_t dst) {
+  EdgeSummary e;
+  e.key = EdgeKey{kWorld, src, dst, 0};
+  obs.edges.push_back(e);
+}
+
+TEST(OwnDelay, ShortReceiveOpsAreComparedOnlyAmongRanksInTheSamePlace) {
+  // Eight ranks without kernel clocks, rank 3's receive ops a fifth of the others'. In a ring
+  // every rank receives from one and sends to one: it posted late, and is named.
+  Observations ring_obs = ring(8);
+  for (GlobalCommRank& c : ring_obs.comm_ranks) {
+    c.op_samples = 20;
+    c.op_time_sum_ns = static_cast<uint64_t>(20 * (c.rank == 3 ? 1.0e6 : 5.0e6));
+  }
+  Observations tree_obs = ring_obs;
+  for (int32_t r = 0; r < 8; ++r) connect(ring_obs, r, (r + 1) % 8);
+  EXPECT_GT(run(ring_obs).late_ns[3], 0);
+  // As a binary tree (root 0, rank r's parent (r - 1) / 2; data up and down), a leaf, an
+  // interior rank and the root receive different data at different times: short ops there
+  // are the place, not a late GPU, and nobody is judged.
+  for (int32_t r = 1; r < 8; ++r) {
+    connect(tree_obs, r, (r - 1) / 2);
+    connect(tree_obs, (r - 1) / 2, r);
+  }
+  const OwnDelay d = run(tree_obs);
+  for (uint32_t p = 0; p < 8; ++p) EXPECT_EQ(d.late_ns[p], 0) << "process " << p;
+}
+
 // `pipelines` send/recv pipelines of `stages` stages each (one communicator per pipeline,
 // rank = stage), one GPU per stage; GPU g = pipeline * stages + stage. Its mean gap is
 // stage_us[stage] x speed(g) (x a ripple of +-3 % across GPUs), over 12 gaps.
