@@ -18,7 +18,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<
     if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
     if (f.view.has_send)
       sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps),
-                       f.margin[kSendGpuWait]});
+                       f.margin[kSendGpuWait], f.view.has_recv ? f.late_data_ns : -1});
     if (f.view.has_recv) arrivals.push_back({f.dst, e.key.comm_hash, f.late_data_ns});
   }
   for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))

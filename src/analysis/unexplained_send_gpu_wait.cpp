@@ -20,6 +20,7 @@ std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWait
     auto late = input_lateness.find({s.sender, s.comm_hash});
     if (late == input_lateness.end()) continue;  // its input's arrival is unseen
     double unexplained = s.excess_per_step_ns - std::max(0.0, late->second);
+    if (s.output_late_per_step_ns >= 0) unexplained = std::min(unexplained, s.output_late_per_step_ns);
     if (unexplained <= 0) continue;
     Excess& total = own[s.sender];
     total.ns += unexplained * s.steps;

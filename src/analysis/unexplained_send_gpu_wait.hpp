@@ -29,13 +29,15 @@ namespace culprit {
 
 // A connection's send half: its sender's SendGpuWait beyond the communicator's baseline
 // (significant excess per step, 0 if none) over `steps` steps, and how many times its guard
-// that excess is.
+// that excess is; and how late its receiver found the data of this connection (per step, as
+// InputArrivalFact), negative where the receive half is unrecorded.
 struct SendGpuWaitFact {
   uint32_t sender = 0;
   uint64_t comm_hash = 0;
   double excess_per_step_ns = 0;
   double steps = 0;
   double margin = 0;
+  double output_late_per_step_ns = -1;
 };
 
 // A connection's receive half: how late its data arrived (RecvWait above the communicator's
@@ -46,6 +48,13 @@ struct InputArrivalFact {
   double late_per_step_ns = 0;
 };
 
+// A GPU late with its own data makes its receiver wait for it: what it held back beyond what
+// its receiver waited on that connection was not the receiver's loss. Where SendPeerWait is
+// not recorded apart (NCCL 2.24-2.26 traces), SendGpuWait also holds the wait for the
+// receiver's credit, and a sender held by a slow receiver shows a long SendGpuWait while that
+// receiver finds the data waiting. So a send's unexplained part is at most its receiver's
+// lateness on the same connection, where that is recorded.
+//
 // Per process: the SendGpuWait time its inputs' arrival does not explain (ns, summed over
 // its sends), for the processes that have both sends with excess and recorded inputs on the
 // same communicator. Absent: nothing unexplained, or nothing to judge it by. Its margin is

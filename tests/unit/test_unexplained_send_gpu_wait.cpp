@@ -49,6 +49,20 @@ TEST(UnexplainedSendGpuWait, AnUnseenInputJudgesNothing) {
   EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&s, 1), std::span(&elsewhere, 1)).empty());
 }
 
+TEST(UnexplainedSendGpuWait, NoMoreIsOwnTimeThanItsReceiverWaitedForTheData) {
+  // Without SendPeerWait (2.24-2.26) SendGpuWait holds the wait for the receiver's credit: a
+  // sender held 5 us per step by a slow receiver, whose receiver found the data waiting, did
+  // not delay it.
+  InputArrivalFact on_time{2, 7, 0};
+  SendGpuWaitFact held{2, 7, 5000, 10, 2.5, 0};
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&held, 1), std::span(&on_time, 1)).empty());
+  // A receiver that waited 2 us per step for it: 2 us of it were the sender's own.
+  SendGpuWaitFact partly{2, 7, 5000, 10, 2.5, 2000};
+  auto own = unexplained_send_gpu_wait(std::span(&partly, 1), std::span(&on_time, 1));
+  EXPECT_DOUBLE_EQ(own.at(2).ns, 2000.0 * 10);
+  EXPECT_DOUBLE_EQ(own.at(2).margin, 1.0);  // 2 us against the 2 us guard its 5 us cleared 2.5x
+}
+
 // probing's mock rows (python/probing/nccl/mock.py: seed_mock(ranks=8, ops_per_rank=5)),
 // written as its CLI exports nccl.proxy_ops.
 std::string probing_mock_export() {
