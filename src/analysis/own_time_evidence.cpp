@@ -1,6 +1,8 @@
 #include "analysis/own_time_evidence.hpp"
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "analysis/queue_pair_wires.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
@@ -12,14 +14,30 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<
                                      std::vector<std::string>& notes) {
   std::vector<SendGpuWaitFact> sends;
   std::vector<InputArrivalFact> arrivals;
+  std::map<std::string, uint32_t> nodes;  // host -> its index
+  auto node_of = [&](uint32_t process) {
+    return nodes.emplace(obs.processes[process].host, static_cast<uint32_t>(nodes.size())).first->second;
+  };
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];
     const EdgeSummary& e = obs.edges[i];
     if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
     if (f.view.has_send)
-      sends.push_back({f.src, e.key.comm_hash, f.anomaly[kSendGpuWait], static_cast<double>(e.send_steps),
-                       f.margin[kSendGpuWait], f.view.has_recv ? f.late_data_ns : -1});
-    if (f.view.has_recv) arrivals.push_back({f.dst, e.key.comm_hash, f.late_data_ns});
+      sends.push_back({.sender = f.src,
+                       .node = node_of(f.src),
+                       .comm_hash = e.key.comm_hash,
+                       .channel = e.key.channel,
+                       .excess_per_step_ns = f.anomaly[kSendGpuWait],
+                       .steps = static_cast<double>(e.send_steps),
+                       .margin = f.margin[kSendGpuWait],
+                       .output_late_per_step_ns = f.view.has_recv ? f.late_data_ns : -1});
+    if (f.view.has_recv)
+      arrivals.push_back({.receiver = f.dst,
+                          .node = node_of(f.dst),
+                          .comm_hash = e.key.comm_hash,
+                          .channel = e.key.channel,
+                          .late_per_step_ns = f.late_data_ns,
+                          .from_other_node = node_of(f.src) != node_of(f.dst)});
   }
   for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))
     if (!own_delay.work_measured[p]) evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, own.margin);

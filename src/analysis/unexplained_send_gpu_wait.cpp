@@ -1,25 +1,60 @@
 #include "analysis/unexplained_send_gpu_wait.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <utility>
 
 namespace culprit {
 
+namespace {
+
+// How late a GPU's inputs arrived: per channel (its own), and the latest of any channel (the
+// stand-in where its node makes a channel's data itself), and which channels each node receives
+// from another node.
+class InputLateness {
+ public:
+  explicit InputLateness(std::span<const InputArrivalFact> inputs) {
+    for (const InputArrivalFact& in : inputs) {
+      raise(per_channel_, {in.receiver, in.comm_hash, in.channel}, in.late_per_step_ns);
+      raise(any_channel_, {in.receiver, in.comm_hash}, in.late_per_step_ns);
+      if (in.from_other_node) node_entries_.insert({in.node, in.comm_hash, in.channel});
+    }
+  }
+
+  // The lateness of the input that fed `s`, or none where it is unseen.
+  std::optional<double> feeding(const SendGpuWaitFact& s) const {
+    // A GPU combining several inputs of its channel (a tree's children) waits for the last one.
+    if (auto it = per_channel_.find({s.sender, s.comm_hash, s.channel}); it != per_channel_.end()) return it->second;
+    if (node_entries_.count({s.node, s.comm_hash, s.channel})) return std::nullopt;  // fed over NVLink
+    if (auto it = any_channel_.find({s.sender, s.comm_hash}); it != any_channel_.end()) return it->second;
+    return std::nullopt;
+  }
+
+ private:
+  template <typename Key>
+  static void raise(std::map<Key, double>& latest, const Key& key, double late) {
+    auto [it, added] = latest.emplace(key, late);
+    if (!added) it->second = std::max(it->second, late);
+  }
+
+  std::map<std::tuple<uint32_t, uint64_t, int32_t>, double> per_channel_;
+  std::map<std::pair<uint32_t, uint64_t>, double> any_channel_;
+  std::set<std::tuple<uint32_t, uint64_t, int32_t>> node_entries_;  // (node, communicator, channel)
+};
+
+}  // namespace
+
 std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
                                                      std::span<const InputArrivalFact> inputs) {
-  // The latest of each (process, communicator)'s inputs: a GPU combining several inputs
-  // waits for the last one.
-  std::map<std::pair<uint32_t, uint64_t>, double> input_lateness;
-  for (const InputArrivalFact& in : inputs) {
-    auto [it, added] = input_lateness.emplace(std::make_pair(in.receiver, in.comm_hash), in.late_per_step_ns);
-    if (!added) it->second = std::max(it->second, in.late_per_step_ns);
-  }
+  const InputLateness inputs_of(inputs);
   std::map<uint32_t, Excess> own;
   for (const SendGpuWaitFact& s : sends) {
     if (s.excess_per_step_ns <= 0) continue;
-    auto late = input_lateness.find({s.sender, s.comm_hash});
-    if (late == input_lateness.end()) continue;  // its input's arrival is unseen
-    double unexplained = s.excess_per_step_ns - std::max(0.0, late->second);
+    const std::optional<double> late = inputs_of.feeding(s);
+    if (!late) continue;  // its input's arrival is unseen
+    double unexplained = s.excess_per_step_ns - std::max(0.0, *late);
     if (s.output_late_per_step_ns >= 0) unexplained = std::min(unexplained, s.output_late_per_step_ns);
     if (unexplained <= 0) continue;
     Excess& total = own[s.sender];

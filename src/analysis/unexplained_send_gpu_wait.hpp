@@ -6,13 +6,16 @@
 // received the step before. So SendGpuWait above the communicator's typical one is the
 // GPU's own time only where its inputs arrived on time: the excess not explained by the
 // lateness of the data it received (RecvWait above the communicator's low reference) on the
-// same communicator. A victim downstream of a straggler waits for late input and is
-// explained; the straggler's own input is on time (it posts its receives late, so they find
-// the data there) and is not.
+// same channel of the same communicator. A victim downstream of a straggler waits for late
+// input and is explained; the straggler's own input is on time (it posts its receives late,
+// so they find the data there) and is not. Each channel is a ring or tree of its own, moving
+// its own slice of the buffer: what a GPU sends on one channel is made of what it received on
+// that channel, not on another (with several GPUs per node and channels that rotate them, a
+// GPU receives from the network on one channel and sends to it on another, fed over NVLink).
 //
 // What it cannot tell apart: a sender whose input comes over NVLink from a GPU of its own
-// node (no network receive of its own is recorded) is not judged here, since its input's
-// arrival is unseen; the node-interior holds of the attribution cover that case. Nor are
+// node (no receive of its own on that channel, while a GPU of its node receives that channel
+// from another node) is not judged here, since its input's arrival is unseen; the node-interior holds of the attribution cover that case. Nor are
 // point-to-point sends (pipelines): the data a stage sends is made by work that follows
 // whatever the stream did before (a receive from the next stage, another communicator), so
 // its receives on the same communicator do not bound what it waited for. The attribution
@@ -33,7 +36,9 @@ namespace culprit {
 // InputArrivalFact), negative where the receive half is unrecorded.
 struct SendGpuWaitFact {
   uint32_t sender = 0;
+  uint32_t node = 0;  // the sender's host
   uint64_t comm_hash = 0;
+  int32_t channel = 0;
   double excess_per_step_ns = 0;
   double steps = 0;
   double margin = 0;
@@ -41,11 +46,14 @@ struct SendGpuWaitFact {
 };
 
 // A connection's receive half: how late its data arrived (RecvWait above the communicator's
-// low reference, per step; 0 if on time).
+// low reference, per step; 0 if on time), and whether it came from another node.
 struct InputArrivalFact {
   uint32_t receiver = 0;
+  uint32_t node = 0;  // the receiver's host
   uint64_t comm_hash = 0;
+  int32_t channel = 0;
   double late_per_step_ns = 0;
+  bool from_other_node = true;
 };
 
 // A GPU late with its own data makes its receiver wait for it: what it held back beyond what
@@ -57,7 +65,10 @@ struct InputArrivalFact {
 //
 // Per process: the SendGpuWait time its inputs' arrival does not explain (ns, summed over
 // its sends), for the processes that have both sends with excess and recorded inputs on the
-// same communicator. Absent: nothing unexplained, or nothing to judge it by. Its margin is
+// same channel of the same communicator. Where a sender records no input on a channel and no
+// GPU of its node receives that channel from another node, the data it sends there was made
+// in its node from what it received on the others (a job whose recorded connections stay
+// inside one node): the latest of its inputs on any channel of the communicator stands in. Absent: nothing unexplained, or nothing to judge it by. Its margin is
 // the strongest of its sends': the unexplained part per step over the guard its excess cleared.
 std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
                                                      std::span<const InputArrivalFact> inputs);

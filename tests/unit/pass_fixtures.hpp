@@ -2,6 +2,7 @@
 // collective communicator (rank = process) and connections with both halves recorded.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ inline EdgeFacts& add_connection(Observations& obs, std::vector<EdgeFacts>& fact
   e.key = {comm, static_cast<int32_t>(src), static_cast<int32_t>(dst), channel, 0};
   e.send_steps = e.recv_steps = steps;
   obs.edges.push_back(e);
+  // Both ends exist as processes, each alone on its node, as the exchange gives them.
+  while (obs.processes.size() <= std::max(src, dst)) {
+    const int64_t p = static_cast<int64_t>(obs.processes.size());
+    obs.processes.push_back({"node" + std::to_string(p), 1000 + p, p, ""});
+  }
   EdgeFacts f;
   f.src = src;
   f.dst = dst;

@@ -19,24 +19,39 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr uint64_t kComm = 7;
+
+// A send on `channel` of communicator kComm by `sender`, alone on its node (the node is named
+// after it), waiting `excess` ns per step beyond the baseline over `steps` steps, `margin` x
+// its guard.
+SendGpuWaitFact send_of(uint32_t sender, double excess, double steps, double margin = 1, int32_t channel = 0) {
+  return {.sender = sender, .node = sender, .comm_hash = kComm, .channel = channel, .excess_per_step_ns = excess,
+          .steps = steps, .margin = margin};
+}
+
+// An input of `receiver` (alone on its node) from another node, `late` ns per step.
+InputArrivalFact input_of(uint32_t receiver, double late, int32_t channel = 0, uint64_t comm = kComm) {
+  return {.receiver = receiver, .node = receiver, .comm_hash = comm, .channel = channel, .late_per_step_ns = late};
+}
+
 TEST(UnexplainedSendGpuWait, LateInputExplainsTheWait) {
   // Rank 1 waits for its GPU 5 us per step beyond the baseline, and its input came 5 us late.
-  SendGpuWaitFact victim{1, 7, 5000, 10};
-  InputArrivalFact late_input{1, 7, 5000};
+  const SendGpuWaitFact victim = send_of(1, 5000, 10);
+  const InputArrivalFact late_input = input_of(1, 5000);
   EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&victim, 1), std::span(&late_input, 1)).empty());
 }
 
 TEST(UnexplainedSendGpuWait, OnTimeInputLeavesTheGpusOwnTime) {
-  SendGpuWaitFact straggler{2, 7, 5000, 10};
-  InputArrivalFact on_time{2, 7, 0};
+  const SendGpuWaitFact straggler = send_of(2, 5000, 10);
+  const InputArrivalFact on_time = input_of(2, 0);
   auto own = unexplained_send_gpu_wait(std::span(&straggler, 1), std::span(&on_time, 1));
   ASSERT_EQ(own.size(), 1u);
   EXPECT_DOUBLE_EQ(own.at(2).ns, 5000.0 * 10);
 }
 
 TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommunicator) {
-  SendGpuWaitFact s{3, 7, 5000, 2, 2.5};  // its 5 us excess is 2.5x its guard (2 us)
-  InputArrivalFact inputs[] = {{3, 7, 1000}, {3, 7, 4000}, {3, 99, 50000}};  // comm 99: another job
+  const SendGpuWaitFact s = send_of(3, 5000, 2, 2.5);  // its 5 us excess is 2.5x its guard (2 us)
+  const InputArrivalFact inputs[] = {input_of(3, 1000), input_of(3, 4000), input_of(3, 50000, 0, 99)};  // 99: another job
   auto own = unexplained_send_gpu_wait(std::span(&s, 1), std::span(inputs));
   EXPECT_DOUBLE_EQ(own.at(3).ns, 1000.0 * 2);
   // The unexplained 1 us per step against that 2 us guard: half of it.
@@ -44,20 +59,45 @@ TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommu
 }
 
 TEST(UnexplainedSendGpuWait, AnUnseenInputJudgesNothing) {
-  SendGpuWaitFact s{4, 7, 5000, 2};  // its input came over NVLink: no receive of its own
-  InputArrivalFact elsewhere{5, 7, 0};
+  const SendGpuWaitFact s = send_of(4, 5000, 2);  // it records no receive at all
+  const InputArrivalFact elsewhere = input_of(5, 0);
   EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&s, 1), std::span(&elsewhere, 1)).empty());
+}
+
+TEST(UnexplainedSendGpuWait, WhatASenderSendsOnAChannelIsMadeOfWhatItsNodeReceivedOnThatChannel) {
+  // Two GPUs of one node (node 0) in a ring whose channels rotate them: GPU 1 receives channel
+  // 0 from the network and passes it to GPU 2 over NVLink, which sends it on; GPU 2 receives
+  // channel 1 from the network. GPU 2's send on channel 0 waited 5 us per step for data that
+  // came late to GPU 1: its own on-time input of channel 1 does not make that wait its own.
+  SendGpuWaitFact exit = send_of(2, 5000, 10, 2, 0);
+  exit.node = 0;
+  InputArrivalFact entry0 = input_of(1, 5000, 0), entry1 = input_of(2, 0, 1);
+  entry0.node = entry1.node = 0;
+  const InputArrivalFact inputs[] = {entry0, entry1};
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&exit, 1), std::span(inputs)).empty());
+  // With its own input on channel 0 (one GPU per node), that input judges it.
+  const InputArrivalFact own_entry[] = {input_of(2, 0, 0)};
+  EXPECT_EQ(unexplained_send_gpu_wait(std::span(&exit, 1), std::span(own_entry)).size(), 1u);
+  // Where no GPU of its node receives channel 0 from another node, the data it sends there was
+  // made in the node from what it received: its input on channel 1 stands in.
+  InputArrivalFact inside = input_of(1, 0, 0);
+  inside.node = 0;
+  inside.from_other_node = false;
+  const InputArrivalFact inside_node[] = {inside, entry1};
+  EXPECT_EQ(unexplained_send_gpu_wait(std::span(&exit, 1), std::span(inside_node)).size(), 1u);
 }
 
 TEST(UnexplainedSendGpuWait, NoMoreIsOwnTimeThanItsReceiverWaitedForTheData) {
   // Without SendPeerWait (2.24-2.26) SendGpuWait holds the wait for the receiver's credit: a
   // sender held 5 us per step by a slow receiver, whose receiver found the data waiting, did
   // not delay it.
-  InputArrivalFact on_time{2, 7, 0};
-  SendGpuWaitFact held{2, 7, 5000, 10, 2.5, 0};
+  const InputArrivalFact on_time = input_of(2, 0);
+  SendGpuWaitFact held = send_of(2, 5000, 10, 2.5);
+  held.output_late_per_step_ns = 0;
   EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&held, 1), std::span(&on_time, 1)).empty());
   // A receiver that waited 2 us per step for it: 2 us of it were the sender's own.
-  SendGpuWaitFact partly{2, 7, 5000, 10, 2.5, 2000};
+  SendGpuWaitFact partly = held;
+  partly.output_late_per_step_ns = 2000;
   auto own = unexplained_send_gpu_wait(std::span(&partly, 1), std::span(&on_time, 1));
   EXPECT_DOUBLE_EQ(own.at(2).ns, 2000.0 * 10);
   EXPECT_DOUBLE_EQ(own.at(2).margin, 1.0);  // 2 us against the 2 us guard its 5 us cleared 2.5x
