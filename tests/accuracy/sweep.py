@@ -290,6 +290,20 @@ def run_cmd(cmd, env, timeout):
         return 127, "", "cannot run %s: %s" % (cmd[0], e), 0.0
 
 
+def pids_from_ranks(result, truth):
+    """probing's exports name a process by host and rank, not pid (the results say pid -1):
+    give such processes, and the culprits that name them, the pid the simulator gave that
+    rank, so that they are scored as the traces' are."""
+    pid_of = {(p["host"], p["rank"]): p["pid"] for p in truth["processes"]}
+    for p in result["processes"]:
+        if p.get("pid", -1) < 0 and (p["host"], p.get("rank", -1)) in pid_of:
+            p["pid"] = pid_of[(p["host"], p["rank"])]
+    procs = {p["process_id"]: p for p in result["processes"]}
+    for c in result["culprits"]:
+        if c.get("pid", -1) < 0 and c.get("process_id") in procs:
+            c["pid"] = procs[c["process_id"]]["pid"]
+
+
 def run_one(sc, args, env, workdir):
     d = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]", "_", sc["name"]))
     shutil.rmtree(d, ignore_errors=True)
@@ -299,7 +313,10 @@ def run_one(sc, args, env, workdir):
     row = {"name": sc["name"], "family": sc["family"], "topo": p["topo"], "redraws": 0}
     t0 = time.time()
     for attempt in range(1, 21):
-        rc, out, err, _ = run_cmd([args.bin, "mock", "--out", data, "--scenario", build_spec(p)], env, args.timeout)
+        mock = [args.bin, "mock", "--out", data, "--scenario", build_spec(p)]
+        if args.format:
+            mock += ["--format", args.format]
+        rc, out, err, _ = run_cmd(mock, env, args.timeout)
         if rc != 2 or "redraw" not in sc:
             break
         # a bad spec (e.g. slow_link:S where S sends to no other node): draw the targets again
@@ -334,6 +351,7 @@ def run_one(sc, args, env, workdir):
             row["h5_mismatch"] = "HDF5 /culprits != JSON"
     except Exception as e:
         row["h5_mismatch"] = "cannot read %s: %s" % (h5, e)
+    pids_from_ranks(result, truth)
     t = ra.Truth(truth)
     cs = ra.culprits_of(result)
     for c, raw in zip(cs, result["culprits"]):
@@ -645,6 +663,8 @@ def main():
     ap.add_argument("--np", type=int, default=0, help="run the analyzer under --mpiexec -np N (default: serial)")
     ap.add_argument("--mpiexec", default="mpirun", help="with --np (default mpirun)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per mock or analysis (default 300)")
+    ap.add_argument("--format", help="the input every scenario is written as (mock --format, e.g. probing-csv: "
+                                     "probing's exports without kernel clocks; default: NCCL profiler traces)")
     ap.add_argument("--list", action="store_true", help="print the scenarios (name and SPEC) and exit")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
