@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "analysis/flow_places.hpp"
 #include "analysis/own_work_stragglers.hpp"
 #include "analysis/stage_work.hpp"
 
@@ -169,22 +170,17 @@ void kernel_start_fallback(const Observations& obs, const std::function<double(c
   }
 }
 
-// A communicator rank's place in the data flow as its connections show it: how many it
-// receives on and sends on (channels included).
-using FlowPlace = std::pair<int, int>;
-
-// The communicators whose ranks with receive ops all hold the same place: in a ring every rank
-// receives on each channel alike, in a tree a leaf, an interior node and the root do not.
+// The communicators whose ranks with receive ops all hold the same place in the data flow
+// (flow_places.hpp): in a ring every rank receives on each channel alike, in a tree a leaf, an
+// interior node and the root do not.
 std::set<uint64_t> communicators_of_equal_places(const Observations& obs) {
-  std::map<std::pair<uint64_t, int32_t>, FlowPlace> place;
-  for (const EdgeSummary& e : obs.edges) {
-    if (e.key.src_rank == e.key.dst_rank) continue;
-    ++place[{e.key.comm_hash, e.key.dst_rank}].first;
-    ++place[{e.key.comm_hash, e.key.src_rank}].second;
-  }
+  const std::map<std::pair<uint64_t, int32_t>, FlowPlace> place = flow_places(obs);
   std::map<uint64_t, std::set<FlowPlace>> places;
-  for (const GlobalCommRank& c : obs.comm_ranks)
-    if (c.op_samples) places[c.comm_hash].insert(place[{c.comm_hash, c.rank}]);
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (!c.op_samples) continue;
+    auto it = place.find({c.comm_hash, c.rank});
+    places[c.comm_hash].insert(it == place.end() ? FlowPlace{} : it->second);
+  }
   std::set<uint64_t> equal;
   for (const auto& [comm, kinds] : places)
     if (kinds.size() == 1) equal.insert(comm);
