@@ -44,7 +44,8 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<
   const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
-                    "work is judged by its SendGpuWait beyond what its inputs' arrival explains");
+                    "work is judged by its SendGpuWait beyond what its inputs' arrival explains, and a late post of "
+                    "its buffers only where it came far later than its peers (the slowest healthy GPU posts late too)");
 }
 
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {

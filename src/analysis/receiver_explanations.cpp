@@ -5,6 +5,9 @@
 #include <set>
 #include <string>
 
+#include "analysis/flow_places.hpp"
+#include "analysis/late_posters.hpp"
+
 namespace culprit {
 namespace {
 
@@ -95,7 +98,36 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
   return late;
 }
 
+// Per (receiver, communicator): the receivers that came to a collective far later than the
+// others of their place (late_posters.hpp), from every collective connection with both halves.
+std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters_of(const ReceiverInputs& in) {
+  const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
+  // Each process's pipeline stage: its (size, rank) in every send/recv communicator, numbered.
+  std::map<uint32_t, std::vector<std::pair<int32_t, int32_t>>> schedule;
+  for (const GlobalCommRank& c : in.observations.comm_ranks)
+    if (!c.has_collective) schedule[c.process].emplace_back(in.context.n_ranks().at(c.comm_hash), c.rank);
+  std::map<std::vector<std::pair<int32_t, int32_t>>, uint32_t> stage_ids{{{}, 0}};
+  for (auto& [process, ranks] : schedule) std::sort(ranks.begin(), ranks.end());
+  auto stage_of = [&](uint32_t process) -> uint32_t {
+    auto it = schedule.find(process);
+    if (it == schedule.end()) return 0;
+    return stage_ids.emplace(it->second, static_cast<uint32_t>(stage_ids.size())).first->second;
+  };
+  std::vector<PostingDelay> delays;
+  for (size_t i = 0; i < in.facts.size(); ++i) {
+    const EdgeFacts& f = in.facts[i];
+    const EdgeKey& key = in.observations.edges[i].key;
+    if (f.p2p || f.src == f.dst || !f.view.has_send || !f.view.has_recv) continue;
+    auto place = places.find({key.comm_hash, key.dst_rank});
+    if (place == places.end()) continue;
+    delays.push_back({f.dst, key.comm_hash, place->second, stage_of(f.dst),
+                      f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait]});
+  }
+  return late_posters(delays);
+}
+
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
+                             const std::map<std::pair<uint32_t, uint64_t>, LatePoster>& late_posters,
                              const AttributionConfig& cfg, ReceiverTimes& times, std::vector<WaitEdge>& holds) {
   const EdgeFacts& f = c.facts;
   double weight = f.anomaly[kSendPeerWait] * c.send_steps;
@@ -112,8 +144,11 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   } else if (c.consume > 0) {
     times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer,
                 std::max(c.credit_margin, c.consume_margin));
-  } else {
-    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin);
+  } else if (auto late = late_posters.find({f.dst, c.comm}); late != late_posters.end()) {
+    // Its own work unmeasured, it came far later than its peers: its own delay. Otherwise
+    // its senders wait on it, but it may be the slowest of healthy GPUs (late_posters.hpp).
+    const double margin = std::min(c.credit_margin, late->second.t / late->second.critical_t);
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, margin);
   }
 }
 
@@ -134,6 +169,7 @@ void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverIn
 void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, std::vector<Evidence>& evidence,
                        std::vector<WaitEdge>& holds) {
   const std::map<std::string, std::vector<uint32_t>> late_by_host = late_gpus_by_host(in);
+  const std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters = late_posters_of(in);
   static const std::vector<uint32_t> kNoneLate;
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
@@ -146,7 +182,8 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     bool own_work_measured = in.own_delay.work_measured[f.dst];
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
-      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, cfg, times, holds);
+      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, late_posters, cfg, times,
+                              holds);
     } else if (c.flush == 0 && c.consume == 0) {
       continue;  // nothing of its own to explain: its lane need not be looked at
     } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {

@@ -6,12 +6,15 @@
 // they judge that work, and a late post with its own work in order means it was elsewhere in
 // its program (another communicator's collective, the previous send/recv, a combine waiting
 // for a sibling input): it blames nobody. Without GPU clocks the late post is the best hint
-// left. A receiver that withheld credit is then explained, in this order, by:
+// left, but the slowest of healthy GPUs posts late too. A receiver that withheld credit is
+// then explained, in this order, by:
 //   - backpressure: its lane's exits are held from beyond the node (lanes.hpp); it waits on
 //     the senders of those exits (collectives only: a send/recv receive frees its buffers
 //     whatever the node sends next);
 //   - node_interior: another GPU of its node is late by its own kernels, it waits on them;
-//   - else its own evidence: flush, gpu_consumer, or gpu_producer (a late post).
+//   - else its own evidence: flush, gpu_consumer, or gpu_producer (a late post) where it
+//     came far later than the receivers of its place (late_posters.hpp); a late post within
+//     their spread is a wait on it, and no evidence.
 // A slow flush or consumption without withheld credit is the receiver's own evidence unless
 // its lane is backpressured. A receiver's own time is the longest over the channels of each
 // communicator (they run side by side), summed over its communicators (their collectives run

@@ -1,0 +1,59 @@
+// Evidence pass for inputs without GPU kernel clocks (probing's exports without coll_perf):
+// the receivers that posted their buffers late, beyond the spread of their peers.
+//
+// A GPU that reaches a collective after its input's data is ready posts its receive buffers
+// late: its sender waits for credit (SendPeerWait) and it finds the data waiting (a short
+// RecvWait). One that arrives early waits for the data instead (a long RecvWait). So per
+// connection, SendPeerWait less RecvWait per step measures how much later the receiver came
+// than its input, up to a constant of the communicator. Healthy GPUs differ in speed, and
+// the slowest of them comes late as well: without kernel clocks its own work is not
+// measured, and only the spread of that lateness over the receivers of the same place
+// (flow_places.hpp) and pipeline stage tells a GPU that came far later than its peers from the slowest healthy
+// one. Naming every receiver that withheld credit beyond its peers' reference named a healthy
+// GPU in 28 of 31 healthy simulated jobs written as probing exports (docs/accuracy.md).
+//
+// What it cannot tell apart: a slow consumer from a late GPU (probing records no
+// RecvGpuWait: both hold their buffers). It judges no place of fewer than kMinPlace
+// receivers (a tree's root; a pipeline's stages, each alone in its place of its
+// communicator), nor one whose other receivers show no spread at all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+
+#include "analysis/flow_places.hpp"
+
+namespace culprit {
+
+// One connection's receiver: how much later it came than that input, per step
+// (SendPeerWait less RecvWait). `stage` names its place in its send/recv communicators (0:
+// none): a pipeline's stages reach a collective of all GPUs (pipeline+world) at times their
+// schedule sets, not their speed, so only GPUs of one stage are compared.
+struct PostingDelay {
+  uint32_t receiver = 0;
+  uint64_t comm_hash = 0;
+  FlowPlace place;
+  uint32_t stage = 0;
+  double late_per_step_ns = 0;
+};
+
+// A late poster's departure from its place's others, in their spread, and the critical value
+// it cleared.
+struct LatePoster {
+  double t = 0;
+  double critical_t = 0;
+};
+
+// Fewest receivers of one place that measure a spread: three others.
+inline constexpr size_t kMinPlace = 4;
+
+// Per (receiver, communicator), its latest input counting: the receivers that came
+// significantly later than the others of their place, at a family-wise false alarm rate of
+// `false_alarm` over every receiver judged.
+std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
+                                                                 double false_alarm = 1e-3);
+
+}  // namespace culprit
