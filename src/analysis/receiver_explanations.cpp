@@ -27,10 +27,12 @@ struct Connection {
 // the one communicator they share, and adds up to less.
 class ReceiverTimes {
  public:
-  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin) {
+  // `share`: the chance that the class is right where the data cannot tell it from another.
+  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin, double share = 1) {
     Time& t = times_[{process, cls}];
     t.longest_by_comm[comm] = std::max(t.longest_by_comm[comm], ns);
     t.margin = std::max(t.margin, margin);
+    t.share = std::min(t.share, share);
   }
   // `receives`: the communicators each process receives in from the network.
   void commit(const ProcessContext& context, const std::map<uint32_t, std::set<uint64_t>>& receives,
@@ -49,7 +51,7 @@ class ReceiverTimes {
           continue;
         }
       }
-      evidence[who.first].offer(total, who.second, std::nullopt, t.margin);
+      evidence[who.first].offer(total, who.second, std::nullopt, t.margin, t.share);
     }
   }
 
@@ -57,6 +59,7 @@ class ReceiverTimes {
   struct Time {
     std::map<uint64_t, double> longest_by_comm;
     double margin = 0;  // the strongest of its parts
+    double share = 1;   // the weakest identification of its class among its parts
   };
 
   // Slow to consume in every communicator it receives in, as a GPU slow to consume is.
@@ -98,9 +101,16 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
   return late;
 }
 
-// Per (receiver, communicator): the receivers that came to a collective far later than the
-// others of their place (late_posters.hpp), from every collective connection with both halves.
-std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters_of(const ReceiverInputs& in) {
+// What a late post without kernel clocks is judged by: per (receiver, communicator) the
+// receivers that came to a collective far later than the others of their place
+// (late_posters.hpp), from every collective connection with both halves; and the
+// communicators whose input records RecvGpuWait at all.
+struct LatePosts {
+  std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
+  std::set<uint64_t> consumption_recorded;
+};
+
+LatePosts late_posts_of(const ReceiverInputs& in) {
   const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
   // Each process's pipeline stage: its (size, rank) in every send/recv communicator, numbered.
   std::map<uint32_t, std::vector<std::pair<int32_t, int32_t>>> schedule;
@@ -123,12 +133,15 @@ std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters_of(const Receiv
     delays.push_back({f.dst, key.comm_hash, place->second, stage_of(f.dst),
                       f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait]});
   }
-  return late_posters(delays);
+  LatePosts out{late_posters(delays), {}};
+  for (const EdgeSummary& e : in.observations.edges)
+    if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
+  return out;
 }
 
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
-                             const std::map<std::pair<uint32_t, uint64_t>, LatePoster>& late_posters,
-                             const AttributionConfig& cfg, ReceiverTimes& times, std::vector<WaitEdge>& holds) {
+                             const LatePosts& late_posts, const AttributionConfig& cfg, ReceiverTimes& times,
+                             std::vector<WaitEdge>& holds) {
   const EdgeFacts& f = c.facts;
   double weight = f.anomaly[kSendPeerWait] * c.send_steps;
   holds.push_back({f.src, f.dst, weight, "no_credit"});
@@ -144,11 +157,15 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   } else if (c.consume > 0) {
     times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer,
                 std::max(c.credit_margin, c.consume_margin));
-  } else if (auto late = late_posters.find({f.dst, c.comm}); late != late_posters.end()) {
+  } else if (auto late = late_posts.far_later.find({f.dst, c.comm}); late != late_posts.far_later.end()) {
     // Its own work unmeasured, it came far later than its peers: its own delay. Otherwise
     // its senders wait on it, but it may be the slowest of healthy GPUs (late_posters.hpp).
+    // Where its communicator records no RecvGpuWait (probing's exports), a GPU slow to consume
+    // holds its buffers as a late one does: two classes the data cannot tell apart, each
+    // taken as likely (as consumer_position.hpp takes a node's GPUs).
     const double margin = std::min(c.credit_margin, late->second.t / late->second.critical_t);
-    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, margin);
+    const double share = late_posts.consumption_recorded.count(c.comm) ? 1.0 : 0.5;
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, margin, share);
   }
 }
 
@@ -169,7 +186,7 @@ void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverIn
 void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, std::vector<Evidence>& evidence,
                        std::vector<WaitEdge>& holds) {
   const std::map<std::string, std::vector<uint32_t>> late_by_host = late_gpus_by_host(in);
-  const std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters = late_posters_of(in);
+  const LatePosts late_posts = late_posts_of(in);
   static const std::vector<uint32_t> kNoneLate;
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
@@ -182,7 +199,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     bool own_work_measured = in.own_delay.work_measured[f.dst];
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       auto late = late_by_host.find(in.context.host_of(f.dst));
-      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, late_posters, cfg, times,
+      explain_withheld_credit(c, in, late == late_by_host.end() ? kNoneLate : late->second, late_posts, cfg, times,
                               holds);
     } else if (c.flush == 0 && c.consume == 0) {
       continue;  // nothing of its own to explain: its lane need not be looked at

@@ -20,15 +20,20 @@ struct Evidence {
   bool stopped = false;
   double margin = 0;  // 0: not known; infinite for a stopped process
   // The chance that what the evidence shows is this process's own and not another's that the
-  // data cannot tell from it (hidden_consumers.hpp); 1 where nothing else would look the same.
+  // data cannot tell from it (hidden_consumers.hpp), or of its class and not another's
+  // (late_posters.hpp); 1 where nothing else would look the same.
   double identified_share = 1;
 
-  void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt, double guard_margin = 0) {
+  // `share`: the evidence's identified_share (below 1 where the data cannot tell its class
+  // from another's).
+  void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt, double guard_margin = 0,
+             double share = 1) {
     if (stopped || value <= ns) return;
     ns = value;
     culprit_class = cls;
     peer = other;
     margin = guard_margin;
+    identified_share = share;
   }
   void stop() {
     *this = {};

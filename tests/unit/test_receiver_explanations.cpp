@@ -96,6 +96,15 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   EXPECT_LT(evidence[6].margin, 50);  // the late-poster test's margin, not the credit's alone
   for (uint32_t p = 0; p < 8; ++p)
     if (p != 6) EXPECT_FALSE(evidence[p].any()) << "process " << p;
+  // No RecvGpuWait recorded (probing's exports): a slow consumer would hold its buffers alike,
+  // so the class is one of two.
+  EXPECT_DOUBLE_EQ(evidence[6].identified_share, 0.5);
+  // Where the communicator records consumption, a late post is not a slow consumer's.
+  obs.edges[0].phase_ns[kRecvGpuWait] = 2000 * kSteps;
+  std::vector<Evidence> recorded(8);
+  holds.clear();
+  explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, recorded, holds);
+  EXPECT_DOUBLE_EQ(recorded[6].identified_share, 1.0);
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {

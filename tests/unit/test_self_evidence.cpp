@@ -73,5 +73,16 @@ TEST(SelfEvidence, StoppedOutranksAnyDelayThenTheLongerDelayOutranks) {
   EXPECT_FALSE(small.outranks(same));
 }
 
+TEST(SelfEvidence, TheWinningOfferSetsHowSurelyItsClassIsKnown) {
+  Evidence e;
+  e.offer(1000, CulpritClass::kGpuProducer, std::nullopt, 2.0, 0.5);  // a late post, class one of two
+  EXPECT_DOUBLE_EQ(e.identified_share, 0.5);
+  e.offer(500, CulpritClass::kFlush, std::nullopt, 3.0);  // weaker: changes nothing
+  EXPECT_DOUBLE_EQ(e.identified_share, 0.5);
+  e.offer(2000, CulpritClass::kFlush, std::nullopt, 3.0);  // stronger, its class known
+  EXPECT_EQ(e.culprit_class, CulpritClass::kFlush);
+  EXPECT_DOUBLE_EQ(e.identified_share, 1.0);
+}
+
 }  // namespace
 }  // namespace culprit
