@@ -14,24 +14,27 @@ namespace {
 // The standard error of a median is about sqrt(pi/2) times that of a mean.
 constexpr double kMedianEfficiency = 1.2533;
 
+// A receiver in one communicator, with the latest of its inputs there.
 struct Receiver {
   uint32_t process = 0;
+  uint64_t comm_hash = 0;
   double late_ns = 0;
 };
 
-// Receivers that play the same part: one communicator, place and stage.
+// Receivers that play the same part: one group of replica communicators, place and stage.
 using Peers = std::tuple<uint64_t, FlowPlace, uint32_t>;
 
-// Per group of peers: its receivers, each with the latest of its inputs.
+// Per group of peers: its receivers.
 std::map<Peers, std::vector<Receiver>> by_place(std::span<const PostingDelay> connections) {
-  std::map<std::pair<Peers, uint32_t>, double> latest;
+  std::map<std::tuple<Peers, uint32_t, uint64_t>, double> latest;
   for (const PostingDelay& c : connections) {
-    auto [it, added] = latest.emplace(std::make_pair(Peers{c.comm_hash, c.place, c.stage}, c.receiver),
+    auto [it, added] = latest.emplace(std::make_tuple(Peers{c.replicas, c.place, c.stage}, c.receiver, c.comm_hash),
                                       c.late_per_step_ns);
     if (!added) it->second = std::max(it->second, c.late_per_step_ns);
   }
   std::map<Peers, std::vector<Receiver>> groups;
-  for (const auto& [key, late] : latest) groups[key.first].push_back({key.second, late});
+  for (const auto& [key, late] : latest)
+    groups[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), late});
   return groups;
 }
 
@@ -68,7 +71,7 @@ std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const
   for (const auto& [key, place] : groups) {
     if (place.size() < kMinPlace) continue;
     for (size_t i = 0; i < place.size(); ++i)
-      if (std::optional<LatePoster> p = judge(place, i, tail)) out[{place[i].process, std::get<0>(key)}] = *p;
+      if (std::optional<LatePoster> p = judge(place, i, tail)) out[{place[i].process, place[i].comm_hash}] = *p;
   }
   return out;
 }

@@ -14,8 +14,8 @@
 //
 // What it cannot tell apart: a slow consumer from a late GPU (probing records no
 // RecvGpuWait: both hold their buffers). It judges no place of fewer than kMinPlace
-// receivers (a tree's root; a pipeline's stages, each alone in its place of its
-// communicator), nor one whose other receivers show no spread at all.
+// receivers (a tree's root; the stages of fewer than four replicated pipelines), nor one
+// whose other receivers show no spread at all.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +29,16 @@
 namespace culprit {
 
 // One connection's receiver: how much later it came than that input, per step
-// (SendPeerWait less RecvWait). `stage` names its place in its send/recv communicators (0:
-// none): a pipeline's stages reach a collective of all GPUs (pipeline+world) at times their
-// schedule sets, not their speed, so only GPUs of one stage are compared.
+// (SendPeerWait less RecvWait). Receivers are compared within their communicator's replicas
+// (`replicas`: the first of its kind, size and chunk, wire_groups.hpp: the same stage of
+// replicated pipelines posts its receives at the same point of the same schedule). `stage`
+// names its place in its send/recv communicators (0: none): a pipeline's stages reach a
+// collective of all GPUs (pipeline+world) at times their schedule sets, not their speed, so
+// only GPUs of one stage are compared.
 struct PostingDelay {
   uint32_t receiver = 0;
   uint64_t comm_hash = 0;
+  uint64_t replicas = 0;
   FlowPlace place;
   uint32_t stage = 0;
   double late_per_step_ns = 0;
@@ -50,7 +54,7 @@ struct LatePoster {
 // Fewest receivers of one place that measure a spread: three others.
 inline constexpr size_t kMinPlace = 4;
 
-// Per (receiver, communicator), its latest input counting: the receivers that came
+// Per (receiver, communicator), its latest input there counting: the receivers that came
 // significantly later than the others of their place, at a family-wise false alarm rate of
 // `false_alarm` over every receiver judged.
 std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,

@@ -7,6 +7,7 @@
 
 #include "analysis/flow_places.hpp"
 #include "analysis/late_posters.hpp"
+#include "analysis/wire_groups.hpp"
 
 namespace culprit {
 namespace {
@@ -102,9 +103,8 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
 }
 
 // What a late post without kernel clocks is judged by: per (receiver, communicator) the
-// receivers that came to a collective far later than the others of their place
-// (late_posters.hpp), from every collective connection with both halves; and the
-// communicators whose input records RecvGpuWait at all.
+// receivers that came far later than the others of their place (late_posters.hpp), from
+// every connection with both halves; and the communicators whose input records RecvGpuWait.
 struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
   std::set<uint64_t> consumption_recorded;
@@ -123,14 +123,15 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
     if (it == schedule.end()) return 0;
     return stage_ids.emplace(it->second, static_cast<uint32_t>(stage_ids.size())).first->second;
   };
+  const WireGroups replicas = replica_groups_of(in.context, in.observations);
   std::vector<PostingDelay> delays;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
     const EdgeKey& key = in.observations.edges[i].key;
-    if (f.p2p || f.src == f.dst || !f.view.has_send || !f.view.has_recv) continue;
+    if (f.src == f.dst || !f.view.has_send || !f.view.has_recv) continue;
     auto place = places.find({key.comm_hash, key.dst_rank});
     if (place == places.end()) continue;
-    delays.push_back({f.dst, key.comm_hash, place->second, stage_of(f.dst),
+    delays.push_back({f.dst, key.comm_hash, replicas.at(key.comm_hash), place->second, stage_of(f.dst),
                       f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait]});
   }
   LatePosts out{late_posters(delays), {}};

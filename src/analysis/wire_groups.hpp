@@ -14,6 +14,7 @@
 // grouped by kind and size alone.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "analysis/edge_stats.hpp"
@@ -21,7 +22,16 @@
 
 namespace culprit {
 
-// Each communicator mapped to the first (in hash order) of its kind, size and chunk bin.
+// Each communicator mapped to the first (in hash order) of its kind, size and chunk bin,
+// from the connections' views or their summaries.
 WireGroups wire_groups_of(const ProcessContext& context, const std::vector<EdgeView>& views);
+WireGroups wire_groups_of(const ProcessContext& context, std::span<const EdgeSummary> edges);
+
+// Each communicator mapped to the first of its replicas: communicators of one kind, size and
+// chunk whose members are other GPUs (the data-parallel groups of a job, the pipelines of a
+// pipeline-parallel one), which reach their calls at the same point of the same program.
+// Communicators over the same GPUs (a world and a data-parallel communicator of a job of one
+// GPU per node) are calls at different points of it, and stay apart.
+WireGroups replica_groups_of(const ProcessContext& context, const Observations& obs);
 
 }  // namespace culprit

@@ -19,7 +19,7 @@ constexpr FlowPlace kRingPlace{1, 1};
 std::vector<PostingDelay> ring(const std::vector<double>& late, uint32_t stage = 0) {
   std::vector<PostingDelay> out;
   for (size_t i = 0; i < late.size(); ++i)
-    out.push_back({static_cast<uint32_t>(i), kComm, kRingPlace, stage, late[i] * 1000});
+    out.push_back({static_cast<uint32_t>(i), kComm, kComm, kRingPlace, stage, late[i] * 1000});
   return out;
 }
 
@@ -48,7 +48,7 @@ TEST(LatePosters, APlaceOfFewerThanFourReceiversIsNotJudged) {
 TEST(LatePosters, OnlyReceiversOfOnePlaceAndStageAreCompared) {
   // A tree's root (it receives from two children) comes late by its place, not its speed.
   std::vector<PostingDelay> tree = ring({-450, -430, -400, -470, -480, -440});
-  tree.push_back({6, kComm, FlowPlace{2, 2}, 0, 300e3});
+  tree.push_back({6, kComm, kComm, FlowPlace{2, 2}, 0, 300e3});
   EXPECT_TRUE(late_posters(tree).empty());
   // The GPUs of a pipeline's last stage reach the closing collective later than the first
   // stage's by the schedule: compared within their stage, nobody stands out.
@@ -60,6 +60,21 @@ TEST(LatePosters, OnlyReceiversOfOnePlaceAndStageAreCompared) {
   EXPECT_TRUE(late_posters(stages).empty());
   for (PostingDelay& d : stages) d.stage = 0;  // one stage: the late four were far later
   EXPECT_FALSE(late_posters(stages).empty());
+}
+
+TEST(LatePosters, ReplicasOfACommunicatorAreComparedTogether) {
+  // Two replicated pipelines' stage 2 (communicators 0xa and 0xb, replicas of 0xa), three
+  // receivers each: alone, neither measures a spread; together they do, and the late one is
+  // named in its own communicator.
+  std::vector<PostingDelay> stages;
+  const double late[6] = {-450, -430, -400, -470, 300, -440};
+  for (uint32_t i = 0; i < 6; ++i)
+    stages.push_back({i, i < 3 ? 0xaULL : 0xbULL, i < 3 ? 0xaULL : 0xbULL, kRingPlace, 2, late[i] * 1000});
+  EXPECT_TRUE(late_posters(stages).empty());
+  for (PostingDelay& d : stages) d.replicas = 0xa;
+  const auto found = late_posters(stages);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found.count({4, 0xbULL}), 1u);
 }
 
 TEST(LatePosters, HealthyJobsRaiseFewAlarms) {

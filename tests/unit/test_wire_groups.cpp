@@ -1,5 +1,6 @@
 // wire_groups_of: communicators of one kind, size and chunk share their wires' baselines;
-// another chunk size, size or kind keeps them apart.
+// another chunk size, size or kind keeps them apart. replica_groups_of: of those, the ones
+// over other GPUs.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -60,6 +61,22 @@ TEST(WireGroups, AnotherSizeOrKindIsAnotherGroup) {
   const WireGroups g = job.groups();
   EXPECT_NE(wire_group_of(0x20, g), wire_group_of(0x30, g));
   EXPECT_NE(wire_group_of(0x20, g), wire_group_of(0x40, g));
+}
+
+TEST(WireGroups, ReplicasHoldOtherGpusCommunicatorsOverTheSameGpusStayApart) {
+  // Two data-parallel pairs over other GPUs are replicas; a third communicator of the same
+  // kind, size and chunk over GPUs one of them holds runs at another point of the program.
+  Job job;
+  job.add_comm(0x20, {0, 2}, 512 << 10);
+  job.add_comm(0x30, {1, 3}, 512 << 10);
+  job.add_comm(0x40, {0, 2}, 512 << 10);
+  ProcessContext context(job.obs);
+  const WireGroups r = replica_groups_of(context, job.obs);
+  EXPECT_EQ(r.at(0x20), r.at(0x30));
+  EXPECT_NE(r.at(0x40), r.at(0x20));
+  // From the summaries, the kinds are those of the views.
+  const WireGroups kinds = wire_groups_of(context, std::span<const EdgeSummary>(job.obs.edges));
+  EXPECT_EQ(wire_group_of(0x40, kinds), wire_group_of(0x20, kinds));
 }
 
 }  // namespace
