@@ -133,7 +133,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   Lanes lanes(obs, facts.edges, context);
   offer_slow_wires(obs, facts.edges, evidence);
   explain_receivers({obs, facts.edges, context, lanes, own_delay}, cfg, evidence, holds);
-  offer_unexplained_send_gpu_wait(obs, facts.edges, own_delay, evidence, out.notes);
+  offer_unexplained_send_gpu_wait(obs, context, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);
   mark_hangs(obs, context, in_flight, evidence);

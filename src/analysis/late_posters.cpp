@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "analysis/robust_stats.hpp"
@@ -38,24 +38,53 @@ std::map<Peers, std::vector<Receiver>> by_place(std::span<const PostingDelay> co
   return groups;
 }
 
-// One receiver against the others of its place: their median, and their spread about it
-// (clipped at 4 deviations, so that a second late poster stays out of the yardstick) plus
-// the median's own sampling variance.
-std::optional<LatePoster> judge(const std::vector<Receiver>& place, size_t judged, double tail) {
-  std::vector<double> others;
-  for (size_t i = 0; i < place.size(); ++i)
-    if (i != judged) others.push_back(place[i].late_ns);
-  const double center = median_of(others);
-  if (place[judged].late_ns <= center) return std::nullopt;
-  for (double& v : others) v -= center;
+// What a receiver is judged against: the others' median, and their spread about it (clipped
+// at 4 deviations, so that a second late poster stays out of the yardstick) plus the
+// median's own sampling variance, with one degree of freedom fewer than the others.
+struct Yardstick {
+  double center = 0;
+  double spread = 0;
+  double df = 0;
+};
+
+Yardstick yardstick_of(std::vector<double> others) {
+  Yardstick y;
+  y.center = median_of(others);
+  for (double& v : others) v -= y.center;
   const double m = static_cast<double>(others.size());
-  const double spread = clipped_variance_of(others) * (1 + kMedianEfficiency * kMedianEfficiency / m);
-  if (spread <= 0) return std::nullopt;  // no spread measured: nothing to judge it by
-  LatePoster p;
-  p.t = (place[judged].late_ns - center) / std::sqrt(spread);
-  p.critical_t = critical_t(m - 1, tail);
-  if (p.t <= p.critical_t) return std::nullopt;
-  return p;
+  y.spread = clipped_variance_of(others) * (1 + kMedianEfficiency * kMedianEfficiency / m);
+  y.df = m - 1;
+  return y;
+}
+
+// Leaving one receiver out changes the yardstick of a large place by less than one place in
+// it, so past this many receivers one yardstick over all of them serves every receiver
+// (linear, not quadratic, in the job's size), as in the gap test.
+constexpr size_t kLeaveOneOutPlace = 256;
+
+// The receivers of one place that came significantly later than the others: each against
+// the others' yardstick. One at or below the place's median cannot stand above the others'.
+void judge_place(const std::vector<Receiver>& place, double tail,
+                 std::map<std::pair<uint32_t, uint64_t>, LatePoster>& out) {
+  std::vector<double> all;
+  for (const Receiver& r : place) all.push_back(r.late_ns);
+  const double median = median_of(all);
+  const bool leave_one_out = place.size() <= kLeaveOneOutPlace;
+  const Yardstick everyone = leave_one_out ? Yardstick{} : yardstick_of(all);
+  for (size_t i = 0; i < place.size(); ++i) {
+    if (place[i].late_ns <= median) continue;
+    Yardstick y = everyone;
+    if (leave_one_out) {
+      std::vector<double> others = all;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+      y = yardstick_of(std::move(others));
+    }
+    if (y.spread <= 0 || place[i].late_ns <= y.center) continue;  // no spread measured: nothing to judge by
+    LatePoster p;
+    p.t = (place[i].late_ns - y.center) / std::sqrt(y.spread);
+    p.critical_t = critical_t(y.df, tail);
+    if (p.t > p.critical_t) out[{place[i].process, place[i].comm_hash}] = p;
+  }
 }
 
 }  // namespace
@@ -68,11 +97,8 @@ std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> out;
   if (judged == 0) return out;
   const double tail = false_alarm / static_cast<double>(judged);
-  for (const auto& [key, place] : groups) {
-    if (place.size() < kMinPlace) continue;
-    for (size_t i = 0; i < place.size(); ++i)
-      if (std::optional<LatePoster> p = judge(place, i, tail)) out[{place[i].process, place[i].comm_hash}] = *p;
-  }
+  for (const auto& [key, place] : groups)
+    if (place.size() >= kMinPlace) judge_place(place, tail, out);
   return out;
 }
 

@@ -9,14 +9,14 @@
 
 namespace culprit {
 
-void offer_unexplained_send_gpu_wait(const Observations& obs, const std::vector<EdgeFacts>& facts,
-                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
-                                     std::vector<std::string>& notes) {
+void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessContext& context,
+                                     const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
+                                     std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
   std::vector<SendGpuWaitFact> sends;
   std::vector<InputArrivalFact> arrivals;
   std::map<std::string, uint32_t> nodes;  // host -> its index
   auto node_of = [&](uint32_t process) {
-    return nodes.emplace(obs.processes[process].host, static_cast<uint32_t>(nodes.size())).first->second;
+    return nodes.emplace(context.host_of(process), static_cast<uint32_t>(nodes.size())).first->second;
   };
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];

@@ -14,15 +14,17 @@
 
 #include "analysis/connection_facts.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/process_context.hpp"
 #include "analysis/self_evidence.hpp"
 
 namespace culprit {
 
 // Offers gpu_producer evidence for unexplained SendGpuWait to the processes whose own work
-// is not measured by kernel clocks; notes when no process has kernel clocks at all.
-void offer_unexplained_send_gpu_wait(const Observations& observations, const std::vector<EdgeFacts>& facts,
-                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
-                                     std::vector<std::string>& notes);
+// is not measured by kernel clocks; notes when no process has kernel clocks at all. `context`
+// places every process (placeholders of ranks without data included) on its host.
+void offer_unexplained_send_gpu_wait(const Observations& observations, const ProcessContext& context,
+                                     const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
+                                     std::vector<Evidence>& evidence, std::vector<std::string>& notes);
 
 // Offers each late GPU's own delay as gpu_producer (it replaces a weaker consumer class).
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence);

@@ -111,6 +111,8 @@ struct LatePosts {
 };
 
 LatePosts late_posts_of(const ReceiverInputs& in) {
+  const std::vector<bool>& measured = in.own_delay.work_measured;
+  if (std::all_of(measured.begin(), measured.end(), [](bool m) { return m; })) return {};  // nothing to judge
   const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
   // Each process's pipeline stage: its (size, rank) in every send/recv communicator, numbered.
   std::map<uint32_t, std::vector<std::pair<int32_t, int32_t>>> schedule;
@@ -158,6 +160,11 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   } else if (c.consume > 0) {
     times.offer(f.dst, c.comm, weight + c.consume, CulpritClass::kGpuConsumer,
                 std::max(c.credit_margin, c.consume_margin));
+  } else if (!f.view.has_recv) {
+    // The receiver recorded nothing of this connection (its node sent no data): its senders'
+    // wait for its credit is all that is known of it, and names it; whether it was late or
+    // slow to consume, nothing tells.
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin, 0.5);
   } else if (auto late = late_posts.far_later.find({f.dst, c.comm}); late != late_posts.far_later.end()) {
     // Its own work unmeasured, it came far later than its peers: its own delay. Otherwise
     // its senders wait on it, but it may be the slowest of healthy GPUs (late_posters.hpp).

@@ -174,9 +174,13 @@ TEST(Attribution, LatePostBlamesNobodyWhenTheReceiversOwnWorkIsMeasuredAndInOrde
   RingBuilder ring(8, 1);
   // Rank 6 posts its buffers late (its sender waits for credit) but frees them promptly; the
   // other receivers wait for their data, some a little longer than others.
-  for (int node = 0; node < 8; ++node)
-    if (node == 5) ring.hop(node, 2, 1600, 49, 52, 1.5, 2);
-    else ring.hop(node, 1630, 0.1, 49, 1675 + 20 * (node % 3), 1.5, 2);
+  for (int node = 0; node < 8; ++node) {
+    if (node == 5) {
+      ring.hop(node, 2, 1600, 49, 52, 1.5, 2);
+    } else {
+      ring.hop(node, 1630, 0.1, 49, 1675 + 20 * (node % 3), 1.5, 2);
+    }
+  }
   // Without kernel clocks the late post is the only hint, far beyond the other receivers':
   // rank 6 is named.
   Attribution blind = attribute(ring.obs);

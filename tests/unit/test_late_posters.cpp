@@ -77,6 +77,19 @@ TEST(LatePosters, ReplicasOfACommunicatorAreComparedTogether) {
   EXPECT_EQ(found.count({4, 0xbULL}), 1u);
 }
 
+TEST(LatePosters, ALargePlaceIsJudgedAgainstOneYardstick) {
+  // 400 receivers (past the leave-one-out size): the far later one is named, the others not.
+  std::mt19937 rng(3);
+  std::normal_distribution<double> noise(-400, 30);
+  std::vector<double> late;
+  for (int r = 0; r < 400; ++r) late.push_back(noise(rng));
+  EXPECT_TRUE(late_posters(ring(late)).empty());
+  late[123] = 300;
+  const auto found = late_posters(ring(late));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found.count({123, kComm}), 1u);
+}
+
 TEST(LatePosters, HealthyJobsRaiseFewAlarms) {
   // 2000 rings of 16 receivers whose lateness is normal noise about a common wait: the test
   // is built for one false alarm in a thousand jobs. Measured: 6 of 2000, three times the

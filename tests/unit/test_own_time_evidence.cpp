@@ -53,7 +53,7 @@ TEST(OwnTimeEvidence, SendGpuWaitItsOnTimeInputDoesNotExplainIsTheGpusOwnTime) {
   std::vector<Evidence> evidence(3);
   std::vector<std::string> notes;
   OwnDelay own = none_measured(3);
-  offer_unexplained_send_gpu_wait(f.obs, f.facts, own, evidence, notes);
+  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, own, evidence, notes);
   EXPECT_EQ(evidence[1].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(evidence[1].ns, 5000.0 * kSteps);
   EXPECT_FALSE(evidence[2].any());
@@ -65,7 +65,7 @@ TEST(OwnTimeEvidence, SendGpuWaitItsOnTimeInputDoesNotExplainIsTheGpusOwnTime) {
   std::vector<Evidence> measured_evidence(3);
   std::vector<std::string> measured_notes;
   own.work_measured[1] = true;
-  offer_unexplained_send_gpu_wait(f.obs, f.facts, own, measured_evidence, measured_notes);
+  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, own, measured_evidence, measured_notes);
   EXPECT_FALSE(measured_evidence[1].any());
   EXPECT_TRUE(measured_notes.empty());
 }
@@ -78,13 +78,35 @@ TEST(OwnTimeEvidence, PointToPointAndSelfConnectionsJudgeNoSendGpuWait) {
   f.add(1, 1).anomaly[kSendGpuWait] = 5000;   // a process to itself: no input seen
   std::vector<Evidence> evidence(3);
   std::vector<std::string> notes;
-  offer_unexplained_send_gpu_wait(f.obs, f.facts, none_measured(3), evidence, notes);
+  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, none_measured(3), evidence, notes);
   for (const Evidence& e : evidence) EXPECT_FALSE(e.any());
   // Without connections there is nothing the note would explain.
   Observations empty;
   std::vector<std::string> empty_notes;
-  offer_unexplained_send_gpu_wait(empty, {}, none_measured(3), evidence, empty_notes);
+  offer_unexplained_send_gpu_wait(empty, ProcessContext(empty), {}, none_measured(3), evidence, empty_notes);
   EXPECT_TRUE(empty_notes.empty());
+}
+
+TEST(OwnTimeEvidence, AConnectionFromARankWithoutDataIsPlacedOnNoHostOfTheJob) {
+  // Ranks 0 and 1 recorded data; rank 2 is known only as rank 0's sender (its node sent
+  // nothing): the context gives it a placeholder process, which the observations do not hold.
+  Observations obs;
+  obs.processes = {{"n0", 100, 0, ""}, {"n1", 101, 1, ""}};
+  test::add_comm_ranks(obs, kComm, {0, 1}, true);
+  EdgeSummary e;
+  e.key = {kComm, 2, 0, 0, 0};
+  e.recv_steps = kSteps;
+  obs.edges.push_back(e);
+  ProcessContext context(obs);
+  EdgeFacts f;
+  f.src = context.process_of(kComm, 2);
+  f.dst = 0;
+  f.view.has_recv = true;
+  ASSERT_GE(f.src, obs.processes.size());
+  std::vector<Evidence> evidence(context.size());
+  std::vector<std::string> notes;
+  offer_unexplained_send_gpu_wait(obs, context, {f}, none_measured(context.size()), evidence, notes);
+  for (const Evidence& x : evidence) EXPECT_FALSE(x.any());
 }
 
 TEST(OwnTimeEvidence, AKernelLateGpuIsAProducerAndItsSlowConsumptionIsTheSameStraggler) {

@@ -66,6 +66,19 @@ TEST(ReceiverExplanations, ALatePostWithoutGpuClocksIsAWaitOnTheReceiverButNotIt
   for (uint32_t p = 0; p < 6; ++p) EXPECT_FALSE(job.evidence[p].any());
 }
 
+TEST(ReceiverExplanations, AReceiverThatRecordedNothingIsNamedByTheCreditItWithheld) {
+  // Receiver 2's node sent no data: the credit its sender waited for is all that is known of
+  // it. It is named, its class one of two (late, or slow to consume).
+  Job job;
+  job.withhold_credit();
+  job.into_b().view.has_recv = false;
+  job.run();
+  ASSERT_EQ(job.holds.size(), 1u);
+  EXPECT_EQ(job.evidence[2].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(job.evidence[2].ns, 10000);
+  EXPECT_DOUBLE_EQ(job.evidence[2].identified_share, 0.5);
+}
+
 TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiversOwnDelay) {
   // Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks. The receivers
   // waited 400-480 us per step for their data; receiver 6 kept its sender waiting 300 us per
@@ -94,8 +107,11 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
   EXPECT_GT(evidence[6].margin, 1);
   EXPECT_LT(evidence[6].margin, 50);  // the late-poster test's margin, not the credit's alone
-  for (uint32_t p = 0; p < 8; ++p)
-    if (p != 6) EXPECT_FALSE(evidence[p].any()) << "process " << p;
+  for (uint32_t p = 0; p < 8; ++p) {
+    if (p != 6) {
+      EXPECT_FALSE(evidence[p].any()) << "process " << p;
+    }
+  }
   // No RecvGpuWait recorded (probing's exports): a slow consumer would hold its buffers alike,
   // so the class is one of two.
   EXPECT_DOUBLE_EQ(evidence[6].identified_share, 0.5);
