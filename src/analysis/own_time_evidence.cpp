@@ -12,13 +12,15 @@ namespace culprit {
 void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessContext& context,
                                      const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
                                      std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
+  const auto& measured = own_delay.work_measured;
+  const bool all_measured = std::all_of(measured.begin(), measured.end(), [](bool m) { return m; });
   std::vector<SendGpuWaitFact> sends;
   std::vector<InputArrivalFact> arrivals;
   std::map<std::string, uint32_t> nodes;  // host -> its index
   auto node_of = [&](uint32_t process) {
     return nodes.emplace(context.host_of(process), static_cast<uint32_t>(nodes.size())).first->second;
   };
-  for (size_t i = 0; i < facts.size(); ++i) {
+  for (size_t i = 0; i < facts.size() && !all_measured; ++i) {  // kernel clocks judge every GPU's own work
     const EdgeFacts& f = facts[i];
     const EdgeSummary& e = obs.edges[i];
     if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
@@ -41,7 +43,6 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
   }
   for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))
     if (!own_delay.work_measured[p]) evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, own.margin);
-  const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
                     "work is judged by its SendGpuWait beyond what its inputs' arrival explains, and a late post of "
