@@ -8,8 +8,8 @@
 // than its input, up to a constant of the communicator. Healthy GPUs differ in speed, and
 // the slowest of them comes late as well: without kernel clocks its own work is not
 // measured, and only the spread of that lateness over the receivers of the same place
-// (flow_places.hpp) and pipeline stage tells a GPU that came far later than its peers from the slowest healthy
-// one. Naming every receiver that withheld credit beyond its peers' reference named a healthy
+// (flow_places.hpp) and pipeline stage tells a GPU that came far later than its peers from
+// the slowest healthy one. Naming every receiver that withheld credit beyond its peers' reference named a healthy
 // GPU in 28 of 31 healthy simulated jobs written as probing exports (docs/accuracy.md).
 //
 // What it cannot tell apart: a slow consumer from a late GPU (probing records no

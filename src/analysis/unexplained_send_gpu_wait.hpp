@@ -15,11 +15,12 @@
 //
 // What it cannot tell apart: a sender whose input comes over NVLink from a GPU of its own
 // node (no receive of its own on that channel, while a GPU of its node receives that channel
-// from another node) is not judged here, since its input's arrival is unseen; the node-interior holds of the attribution cover that case. Nor are
-// point-to-point sends (pipelines): the data a stage sends is made by work that follows
-// whatever the stream did before (a receive from the next stage, another communicator), so
-// its receives on the same communicator do not bound what it waited for. The attribution
-// feeds it collective connections only.
+// from another node) is not judged here, since its input's arrival is unseen; the
+// node-interior holds of the attribution cover that case. Nor are point-to-point sends
+// (pipelines): the data a stage sends is made by work that follows whatever the stream did
+// before (a receive from the next stage, another communicator), so its receives on the same
+// communicator do not bound what it waited for. The attribution feeds it collective
+// connections only.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,9 @@ struct InputArrivalFact {
 // same channel of the same communicator. Where a sender records no input on a channel and no
 // GPU of its node receives that channel from another node, the data it sends there was made
 // in its node from what it received on the others (a job whose recorded connections stay
-// inside one node): the latest of its inputs on any channel of the communicator stands in. Absent: nothing unexplained, or nothing to judge it by. Its margin is
-// the strongest of its sends': the unexplained part per step over the guard its excess cleared.
+// inside one node): the latest of its inputs on any channel of the communicator stands in.
+// Absent: nothing unexplained, or nothing to judge it by. Its margin is the strongest of its
+// sends': the unexplained part per step over the guard its excess cleared.
 std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
                                                      std::span<const InputArrivalFact> inputs);
 

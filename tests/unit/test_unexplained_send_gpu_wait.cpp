@@ -51,7 +51,8 @@ TEST(UnexplainedSendGpuWait, OnTimeInputLeavesTheGpusOwnTime) {
 
 TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommunicator) {
   const SendGpuWaitFact s = send_of(3, 5000, 2, 2.5);  // its 5 us excess is 2.5x its guard (2 us)
-  const InputArrivalFact inputs[] = {input_of(3, 1000), input_of(3, 4000), input_of(3, 50000, 0, 99)};  // 99: another job
+  // Communicator 99 is another job's.
+  const InputArrivalFact inputs[] = {input_of(3, 1000), input_of(3, 4000), input_of(3, 50000, 0, 99)};
   auto own = unexplained_send_gpu_wait(std::span(&s, 1), std::span(inputs));
   EXPECT_DOUBLE_EQ(own.at(3).ns, 1000.0 * 2);
   // The unexplained 1 us per step against that 2 us guard: half of it.
