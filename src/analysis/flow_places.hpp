@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "analysis/observations.hpp"
 
@@ -21,5 +22,13 @@ struct FlowPlace {
 
 // Per (communicator, rank) with a connection to another rank: its place.
 std::map<std::pair<uint64_t, int32_t>, FlowPlace> flow_places(const Observations& obs);
+
+// A GPU's place in its program: its (size, rank) in every send/recv communicator, in order
+// (a pipeline stage; empty for a GPU of collectives only). GPUs of one stage make the same
+// calls at the same points of the same schedule.
+using PipelineStage = std::vector<std::pair<int32_t, int32_t>>;
+
+// Per process with a send/recv communicator rank: its stage. `n_ranks`: each communicator's size.
+std::map<uint32_t, PipelineStage> pipeline_stages(const Observations& obs, const std::map<uint64_t, int32_t>& n_ranks);
 
 }  // namespace culprit

@@ -11,9 +11,6 @@
 namespace culprit {
 namespace {
 
-// The standard error of a median is about sqrt(pi/2) times that of a mean.
-constexpr double kMedianEfficiency = 1.2533;
-
 // A receiver in one communicator, with the latest of its inputs there.
 struct Receiver {
   uint32_t process = 0;

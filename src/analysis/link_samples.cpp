@@ -7,7 +7,6 @@ namespace culprit {
 namespace {
 
 constexpr double kMadToSigma = 1.4826;
-constexpr double kMedianEfficiency = 1.2533;  // the standard error of a median over a mean's
 
 // Each link's median log time and its noise: the channels' spread around their link's
 // median, pooled over the group (a link has a handful of channels at most).

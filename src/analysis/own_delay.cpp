@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <set>
+#include <utility>
 
 #include "analysis/flow_places.hpp"
 #include "analysis/own_work_stragglers.hpp"
@@ -12,7 +13,7 @@
 namespace culprit {
 namespace {
 
-using Role = std::vector<std::pair<int32_t, int32_t>>;  // (size, rank) in each send/recv communicator
+using Role = PipelineStage;  // (size, rank) in each send/recv communicator (flow_places.hpp)
 
 // What the tests found, per process: own delay and margin (OwnDelay's late_ns and margin).
 struct Late {
@@ -48,12 +49,11 @@ GapTotals gap_totals(const Observations& obs, size_t n, const std::map<uint64_t,
     t.gap_sum[c.process] += static_cast<double>(c.gap_sum_ns);
     t.period_sum[c.process] += static_cast<double>(c.gap_period_sum_ns);
     t.gap_count[c.process] += c.gap_samples;
-    if (!c.has_collective) t.role[c.process].emplace_back(n_ranks.at(c.comm_hash), c.rank);
   }
+  for (auto& [process, stage] : pipeline_stages(obs, n_ranks)) t.role[process] = std::move(stage);
   for (uint32_t p = 0; p < n; ++p) {
     if (t.gap_count[p] == 0 || t.period_sum[p] <= 0) continue;
     measured[p] = true;
-    std::sort(t.role[p].begin(), t.role[p].end());
     t.peers_by_role[t.role[p]].push_back(p);
   }
   for (const auto& [key, members] : t.peers_by_role)

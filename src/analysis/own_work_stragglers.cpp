@@ -10,8 +10,6 @@
 namespace culprit {
 namespace {
 
-// The standard error of a median is about sqrt(pi/2) times that of a mean.
-constexpr double kMedianEfficiency = 1.2533;
 // A rank's departure is the mean of its gaps' departures without the fifth at each end: a
 // one-off spike among five or more gaps is left out, and the noise of the estimate is close
 // to a mean's (its variance is at most 1.14 times a mean's at normal noise for 2 to 40 gaps,

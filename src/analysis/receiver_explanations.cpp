@@ -114,12 +114,9 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
   const std::vector<bool>& measured = in.own_delay.work_measured;
   if (std::all_of(measured.begin(), measured.end(), [](bool m) { return m; })) return {};  // nothing to judge
   const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
-  // Each process's pipeline stage: its (size, rank) in every send/recv communicator, numbered.
-  std::map<uint32_t, std::vector<std::pair<int32_t, int32_t>>> schedule;
-  for (const GlobalCommRank& c : in.observations.comm_ranks)
-    if (!c.has_collective) schedule[c.process].emplace_back(in.context.n_ranks().at(c.comm_hash), c.rank);
-  std::map<std::vector<std::pair<int32_t, int32_t>>, uint32_t> stage_ids{{{}, 0}};
-  for (auto& [process, ranks] : schedule) std::sort(ranks.begin(), ranks.end());
+  // Each process's pipeline stage, numbered (0: none).
+  const std::map<uint32_t, PipelineStage> schedule = pipeline_stages(in.observations, in.context.n_ranks());
+  std::map<PipelineStage, uint32_t> stage_ids{{{}, 0}};
   auto stage_of = [&](uint32_t process) -> uint32_t {
     auto it = schedule.find(process);
     if (it == schedule.end()) return 0;

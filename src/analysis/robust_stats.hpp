@@ -30,6 +30,9 @@ double clipped_variance_of(const std::vector<double>& departures, size_t* clippe
 inline constexpr double kClipDeviations = 4.0;
 inline constexpr double kClippedMeanSquare = 0.99893;
 
+// The standard error of a median of normal draws over a mean's: about sqrt(pi / 2).
+inline constexpr double kMedianEfficiency = 1.2533;
+
 // A measured variance (with df degrees of freedom) combined with prior_df pseudo-observations
 // of prior_sigma (the conjugate update); returns the variance and its degrees of freedom.
 struct PooledVariance {

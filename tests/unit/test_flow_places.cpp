@@ -1,5 +1,6 @@
 // flow_places on hand-built connections: a ring's ranks share one place, a tree's root,
-// interior ranks and leaves do not (flow_places.hpp).
+// interior ranks and leaves do not; a pipeline stage is a GPU's place in its send/recv
+// communicators (flow_places.hpp).
 #include "analysis/flow_places.hpp"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,32 @@ TEST(FlowPlaces, ATreesRootInteriorAndLeavesDiffer) {
   EXPECT_EQ(places.at({kComm, 1}), (FlowPlace{3, 3}));
   EXPECT_EQ(places.at({kComm, 2}), (FlowPlace{1, 1}));
   EXPECT_EQ(places.at({kComm, 3}), (FlowPlace{1, 1}));
+}
+
+TEST(FlowPlaces, APipelineStageIsItsSizeAndRankInEverySendRecvCommunicator) {
+  // GPUs 0-3: two pipelines of two stages (communicators 0xa: GPUs 0, 1; 0xb: GPUs 2, 3), all
+  // four also in a world collective, which is no part of a stage.
+  Observations obs;
+  auto rank = [&](uint64_t comm, int32_t r, uint32_t process, bool collective) {
+    GlobalCommRank c;
+    c.comm_hash = comm;
+    c.rank = r;
+    c.process = process;
+    c.has_collective = collective;
+    obs.comm_ranks.push_back(c);
+  };
+  rank(0xa, 0, 0, false);
+  rank(0xa, 1, 1, false);
+  rank(0xb, 0, 2, false);
+  rank(0xb, 1, 3, false);
+  for (uint32_t p = 0; p < 4; ++p) rank(kComm, static_cast<int32_t>(p), p, true);
+  const std::map<uint64_t, int32_t> sizes{{0xa, 2}, {0xb, 2}, {kComm, 4}};
+  const auto stages = pipeline_stages(obs, sizes);
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(stages.at(0), stages.at(2));  // first stage of either pipeline
+  EXPECT_EQ(stages.at(1), stages.at(3));
+  EXPECT_NE(stages.at(0), stages.at(1));
+  EXPECT_EQ(stages.at(1), (PipelineStage{{2, 1}}));
 }
 
 }  // namespace
