@@ -4,6 +4,7 @@
 // posts them late). docs/attribution.md, section 2.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -20,6 +21,12 @@ struct OwnDelay {
   std::vector<bool> work_measured;   // per process: its kernel gaps are known
   bool have_gaps = false;            // some GPU's gaps were compared with peers
   std::vector<std::string> diagnostics;  // one line per GPU the gap test judged
+
+  // Kernel clocks measure every process's own work: the signals for inputs without them
+  // have nothing to judge.
+  bool all_work_measured() const {
+    return std::all_of(work_measured.begin(), work_measured.end(), [](bool m) { return m; });
+  }
 };
 
 // procs: every process (placeholders included), for the diagnostics' names; n_ranks: size of

@@ -12,8 +12,7 @@ namespace culprit {
 void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessContext& context,
                                      const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
                                      std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
-  const auto& measured = own_delay.work_measured;
-  const bool all_measured = std::all_of(measured.begin(), measured.end(), [](bool m) { return m; });
+  const bool all_measured = own_delay.all_work_measured();
   std::vector<SendGpuWaitFact> sends;
   std::vector<InputArrivalFact> arrivals;
   std::map<std::string, uint32_t> nodes;  // host -> its index
@@ -43,6 +42,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
   }
   for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))
     if (!own_delay.work_measured[p]) evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, own.margin);
+  const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
                     "work is judged by its SendGpuWait beyond what its inputs' arrival explains, and a late post of "

@@ -111,8 +111,7 @@ struct LatePosts {
 };
 
 LatePosts late_posts_of(const ReceiverInputs& in) {
-  const std::vector<bool>& measured = in.own_delay.work_measured;
-  if (std::all_of(measured.begin(), measured.end(), [](bool m) { return m; })) return {};  // nothing to judge
+  if (in.own_delay.all_work_measured()) return {};  // nothing to judge
   const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
   // Each process's pipeline stage, numbered (0: none).
   const std::map<uint32_t, PipelineStage> schedule = pipeline_stages(in.observations, in.context.n_ranks());
