@@ -6,96 +6,89 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/place_peers.hpp"
 #include "analysis/robust_stats.hpp"
 
 namespace culprit {
 namespace {
 
-// A receiver in one communicator, with the latest of its inputs there.
-struct Receiver {
-  uint32_t process = 0;
-  uint64_t comm_hash = 0;
-  double late_ns = 0;
-};
-
-// Receivers that play the same part: one group of replica communicators, place and stage.
-using Peers = std::tuple<uint64_t, FlowPlace, uint32_t>;
-
-// Per group of peers: its receivers.
-std::map<Peers, std::vector<Receiver>> by_place(std::span<const PostingDelay> connections) {
-  std::map<std::tuple<Peers, uint32_t, uint64_t>, double> latest;
-  for (const PostingDelay& c : connections) {
-    auto [it, added] = latest.emplace(std::make_tuple(Peers{c.replicas, c.place, c.stage}, c.receiver, c.comm_hash),
-                                      c.late_per_step_ns);
-    if (!added) it->second = std::max(it->second, c.late_per_step_ns);
-  }
-  std::map<Peers, std::vector<Receiver>> groups;
-  for (const auto& [key, late] : latest)
-    groups[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), late});
-  return groups;
+// Receivers by the place they receive at; senders by the place they send from, with the
+// lateness of their data: its receiver's wait for it beyond the receiver's own lateness, the
+// same connection's figure with the sign turned. Each counts its latest connection.
+std::vector<PeerFigure> receivers(std::span<const PostingDelay> connections) {
+  std::vector<PeerFigure> out;
+  for (const PostingDelay& c : connections)
+    out.push_back({c.receiver, c.comm_hash, c.replicas, c.place, c.stage, c.late_per_step_ns});
+  return out;
 }
 
-// What a receiver is judged against: the others' median, and their spread about it (clipped
-// at 4 deviations, so that a second late poster stays out of the yardstick) plus the
-// median's own sampling variance, with one degree of freedom fewer than the others.
-struct Yardstick {
-  double center = 0;
-  double spread = 0;
-  double df = 0;
-};
-
-Yardstick yardstick_of(std::vector<double> others) {
-  Yardstick y;
-  y.center = median_of(others);
-  for (double& v : others) v -= y.center;
-  const double m = static_cast<double>(others.size());
-  y.spread = clipped_variance_of(others) * (1 + kMedianEfficiency * kMedianEfficiency / m);
-  y.df = m - 1;
-  return y;
+std::vector<PeerFigure> senders(std::span<const PostingDelay> connections) {
+  std::vector<PeerFigure> out;
+  for (const PostingDelay& c : connections)
+    if (c.sender)
+      out.push_back(
+          {c.sender->process, c.comm_hash, c.replicas, c.sender->place, c.sender->stage, -c.late_per_step_ns});
+  return out;
 }
 
-// Leaving one receiver out changes the yardstick of a large place by less than one place in
-// it, so past this many receivers one yardstick over all of them serves every receiver
-// (linear, not quadratic, in the job's size), as in the gap test.
-constexpr size_t kLeaveOneOutPlace = 256;
+using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
 
-// The receivers of one place that came significantly later than the others: each against
-// the others' yardstick. One at or below the place's median cannot stand above the others'.
-void judge_place(const std::vector<Receiver>& place, double tail,
-                 std::map<std::pair<uint32_t, uint64_t>, LatePoster>& out) {
-  std::vector<double> all;
-  for (const Receiver& r : place) all.push_back(r.late_ns);
-  const double median = median_of(all);
-  const bool leave_one_out = place.size() <= kLeaveOneOutPlace;
-  const Yardstick everyone = leave_one_out ? Yardstick{} : yardstick_of(all);
-  for (size_t i = 0; i < place.size(); ++i) {
-    if (place[i].late_ns <= median) continue;
-    Yardstick y = everyone;
-    if (leave_one_out) {
-      std::vector<double> others = all;
-      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-      y = yardstick_of(std::move(others));
-    }
-    if (y.spread <= 0 || place[i].late_ns <= y.center) continue;  // no spread measured: nothing to judge by
-    LatePoster p;
-    p.t = (place[i].late_ns - y.center) / std::sqrt(y.spread);
-    p.critical_t = critical_t(y.df, tail);
-    if (p.t > p.critical_t) out[{place[i].process, place[i].comm_hash}] = p;
+// Who came late, per (process, communicator): the best margin of its tests.
+using Found = std::map<std::pair<uint32_t, uint64_t>, LatePoster>;
+
+// A departure's t and critical value; kept where it clears it and beats what is already kept.
+void keep_if_significant(const std::pair<uint32_t, uint64_t>& who, const PeerDeparture& d, double tail, Found& out) {
+  const std::optional<PeerOutlier> p = significant(d, tail);
+  if (!p) return;
+  auto [it, added] = out.emplace(who, *p);
+  if (!added && p->t / p->critical_t > it->second.t / it->second.critical_t) it->second = *p;
+}
+
+// A GPU that comes late to a communicator comes late as a receiver and as a sender: the sum
+// of its two departures there is one test of its arrival, with the noise of both sides, the
+// statistic a small place needs. The two are measured on different connections against
+// different peers, but both hold the GPU's own offset from its peers: a healthy GPU's
+// natural lateness (the spread between GPUs, at most half of either side's variance, whose
+// figures are differences of two GPUs' lateness) counts twice in the sum. So their covariance
+// is taken at that bound, sqrt(v_r v_s) / 2: the sum's variance is at most the sides' plus
+// sqrt(v_r v_s) (in a ring of healthy GPUs of equal noise, 3 v, not 2 v).
+PeerDeparture both_sides_of(const PeerDeparture& receiving, const PeerDeparture& sending) {
+  const double shared = std::sqrt(receiving.variance * sending.variance);
+  const PooledVariance parts[] = {{receiving.variance + shared / 2, receiving.df},
+                                  {sending.variance + shared / 2, sending.df}};
+  const double variance = receiving.variance + sending.variance + shared;
+  return {receiving.excess + sending.excess, variance, welch_satterthwaite_df(variance, parts)};
+}
+
+// But its data may come late for another reason (a slow link behind it), and a large
+// sending departure alone could carry the sum: so its receiving departure, which only its own
+// lateness raises, must agree, significant on its own at kAgreeing (a guard against that
+// other cause, not a finding: the family-wise rate is the sum's).
+constexpr double kAgreeing = 0.01;
+
+Departures both_sides(const Departures& receiving, const Departures& sending) {
+  Departures out;
+  for (const auto& [who, r] : receiving) {
+    auto s = sending.find(who);
+    if (s == sending.end()) continue;
+    const bool agrees = significant(r, kAgreeing).has_value();
+    if (agrees) out.emplace(who, both_sides_of(r, s->second));
   }
+  return out;
 }
 
 }  // namespace
 
 std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
                                                                  double false_alarm) {
-  const auto groups = by_place(connections);
-  size_t judged = 0;
-  for (const auto& [key, place] : groups) judged += place.size() >= kMinPlace ? place.size() : 0;
-  std::map<std::pair<uint32_t, uint64_t>, LatePoster> out;
-  if (judged == 0) return out;
-  const double tail = false_alarm / static_cast<double>(judged);
-  for (const auto& [key, place] : groups)
-    if (place.size() >= kMinPlace) judge_place(place, tail, out);
+  const PeerDepartures receiving = peer_departures(receivers(connections));
+  const PeerDepartures sending = peer_departures(senders(connections));
+  Found out;
+  if (receiving.judged == 0) return out;
+  // One test per judged receiver, and at most one more per judged sender (both sides).
+  const double tail = false_alarm / static_cast<double>(receiving.judged + sending.judged);
+  for (const auto& [who, d] : receiving.of) keep_if_significant(who, d, tail, out);
+  for (const auto& [who, d] : both_sides(receiving.of, sending.of)) keep_if_significant(who, d, tail, out);
   return out;
 }
 

@@ -7,24 +7,32 @@
 // connection, SendPeerWait less RecvWait per step measures how much later the receiver came
 // than its input, up to a constant of the communicator. Healthy GPUs differ in speed, and
 // the slowest of them comes late as well: without kernel clocks its own work is not
-// measured, and only the spread of that lateness over the receivers of the same place
-// (flow_places.hpp) and pipeline stage tells a GPU that came far later than its peers from
-// the slowest healthy one. Naming every receiver that withheld credit beyond its peers' reference named a healthy
+// measured, and only the spread of that lateness over the receivers that play the same part
+// (place_peers.hpp) tells a GPU that came far later than its peers from the slowest healthy
+// one. Naming every receiver that withheld credit beyond its peers' reference named a healthy
 // GPU in 28 of 31 healthy simulated jobs written as probing exports (docs/accuracy.md).
 //
+// A GPU that came late is late as a sender too: its receivers wait for its data, and the same
+// figure of those connections is negative by its lateness. Where places have few GPUs (the
+// stages of a handful of replicated pipelines), one departure against a few others needs to
+// be very large; a GPU's departures as receiver and sender in one communicator add up to one
+// test with the noise of both, where its receiving side agrees. A GPU whose data waits behind
+// a slow link is late on its sending side only.
+//
 // What it cannot tell apart: a slow consumer from a late GPU (probing records no
-// RecvGpuWait: both hold their buffers). It judges no place of fewer than kMinPlace
-// receivers (a tree's root; the stages of fewer than four replicated pipelines), nor one
-// whose other receivers show no spread at all.
+// RecvGpuWait: both hold their buffers, and both send late); nor a GPU whose peers cannot
+// measure a spread (place_peers.hpp: a pipeline of one GPU per stage).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <utility>
 
 #include "analysis/flow_places.hpp"
+#include "analysis/place_peers.hpp"
 
 namespace culprit {
 
@@ -42,21 +50,23 @@ struct PostingDelay {
   FlowPlace place;
   uint32_t stage = 0;
   double late_per_step_ns = 0;
+  // The connection's sender, where both halves name it: the same figure, its sign turned, is
+  // how much later its data came than its receiver, judged among the senders of its place.
+  struct Sender {
+    uint32_t process = 0;
+    FlowPlace place;
+    uint32_t stage = 0;
+  };
+  std::optional<Sender> sender;
 };
 
 // A late poster's departure from its place's others, in their spread, and the critical value
 // it cleared.
-struct LatePoster {
-  double t = 0;
-  double critical_t = 0;
-};
-
-// Fewest receivers of one place that measure a spread: three others.
-inline constexpr size_t kMinPlace = 4;
+using LatePoster = PeerOutlier;
 
 // Per (receiver, communicator), its latest input there counting: the receivers that came
-// significantly later than the others of their place, at a family-wise false alarm rate of
-// `false_alarm` over every receiver judged.
+// significantly later than the others of their place, as receivers alone or on both sides, at
+// a family-wise false alarm rate of `false_alarm` over every receiver and sender judged.
 std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
                                                                  double false_alarm = 1e-3);
 

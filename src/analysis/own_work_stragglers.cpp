@@ -16,10 +16,6 @@ namespace {
 // simulated; a median's is 1.2-1.5 times).
 constexpr double kTrimmedShare = 0.2;
 constexpr double kTrimmedMeanEfficiency = 1.068;  // sqrt(1.14)
-constexpr double kPairToSigma = 1.0483;  // 1 / (sqrt(2) x 0.6745)
-// A scale measured by a median of absolute values is worth this share of as many squares (its
-// asymptotic efficiency): the degrees of freedom the noise estimate really has.
-constexpr double kMedianScaleEfficiency = 0.37;
 // A role of fewer ranks has no typical gap that one straggler cannot move: its departures
 // are from the other rank, and stay out of the pool that measures the spread between GPUs.
 constexpr size_t kMinPool = 3;

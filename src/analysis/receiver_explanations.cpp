@@ -102,9 +102,9 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
   return late;
 }
 
-// What a late post without kernel clocks is judged by: per (receiver, communicator) the
-// receivers that came far later than the others of their place (late_posters.hpp), from
-// every connection with both halves; and the communicators whose input records RecvGpuWait.
+// What a late post without kernel clocks is judged by: the GPUs that came far later than
+// the others of their places (late_posters.hpp), from every connection with both halves; and
+// the communicators whose input records RecvGpuWait.
 struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
   std::set<uint64_t> consumption_recorded;
@@ -129,8 +129,11 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
     if (f.src == f.dst || !f.view.has_send || !f.view.has_recv) continue;
     auto place = places.find({key.comm_hash, key.dst_rank});
     if (place == places.end()) continue;
-    delays.push_back({f.dst, key.comm_hash, replicas.at(key.comm_hash), place->second, stage_of(f.dst),
-                      f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait]});
+    PostingDelay d{f.dst, key.comm_hash, replicas.at(key.comm_hash), place->second, stage_of(f.dst),
+                   f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait], {}};
+    if (auto from = places.find({key.comm_hash, key.src_rank}); from != places.end())
+      d.sender = PostingDelay::Sender{f.src, from->second, stage_of(f.src)};
+    delays.push_back(d);
   }
   LatePosts out{late_posters(delays), {}};
   for (const EdgeSummary& e : in.observations.edges)

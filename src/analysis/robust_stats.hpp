@@ -32,6 +32,12 @@ inline constexpr double kClippedMeanSquare = 0.99893;
 
 // The standard error of a median of normal draws over a mean's: about sqrt(pi / 2).
 inline constexpr double kMedianEfficiency = 1.2533;
+// A normal noise's sigma from the median absolute difference of two of its draws:
+// 1 / (sqrt(2) x 0.6745).
+inline constexpr double kPairToSigma = 1.0483;
+// A scale measured by a median of absolute values is worth this share of as many squares (its
+// asymptotic efficiency): the degrees of freedom such an estimate really has.
+inline constexpr double kMedianScaleEfficiency = 0.37;
 
 // A measured variance (with df degrees of freedom) combined with prior_df pseudo-observations
 // of prior_sigma (the conjugate update); returns the variance and its degrees of freedom.

@@ -1,0 +1,186 @@
+#include "analysis/place_peers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+namespace {
+
+// One GPU in one communicator, with its figure.
+struct Member {
+  uint32_t process = 0;
+  uint64_t comm_hash = 0;
+  double value = 0;
+};
+
+using Peers = std::tuple<uint64_t, FlowPlace, uint32_t>;  // family, place, stage
+using Groups = std::map<Peers, std::vector<Member>>;
+
+// The members of each group of peers, each with its largest figure.
+Groups grouped(std::span<const PeerFigure> figures) {
+  std::map<std::tuple<Peers, uint32_t, uint64_t>, double> largest;
+  for (const PeerFigure& f : figures) {
+    const auto key = std::make_tuple(Peers{f.family, f.place, f.stage}, f.process, f.comm_hash);
+    auto [it, added] = largest.emplace(key, f.value);
+    if (!added) it->second = std::max(it->second, f.value);
+  }
+  Groups groups;
+  for (const auto& [key, value] : largest)
+    groups[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), value});
+  return groups;
+}
+
+using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
+
+// What a member is judged against: the others' median, and their spread about it (clipped
+// at 4 deviations, so that a second outlier stays out of the yardstick) plus the median's
+// own sampling variance, with one degree of freedom fewer than the others.
+struct Yardstick {
+  double center = 0;
+  double spread = 0;
+  double df = 0;
+};
+
+Yardstick yardstick_of(std::vector<double> others) {
+  Yardstick y;
+  y.center = median_of(others);
+  for (double& v : others) v -= y.center;
+  const double m = static_cast<double>(others.size());
+  y.spread = clipped_variance_of(others) * (1 + kMedianEfficiency * kMedianEfficiency / m);
+  y.df = m - 1;
+  return y;
+}
+
+// Leaving one member out changes the yardstick of a large place by less than one place in
+// it, so past this many members one yardstick over all of them serves every member (linear,
+// not quadratic, in the job's size), as in the gap test.
+constexpr size_t kLeaveOneOutPlace = 256;
+
+// The departures of the members of one place, where the others show a spread to judge by.
+void departures_in_place(const std::vector<Member>& place, Departures& out) {
+  std::vector<double> all;
+  for (const Member& m : place) all.push_back(m.value);
+  const bool leave_one_out = place.size() <= kLeaveOneOutPlace;
+  const Yardstick everyone = leave_one_out ? Yardstick{} : yardstick_of(all);
+  for (size_t i = 0; i < place.size(); ++i) {
+    Yardstick y = everyone;
+    if (leave_one_out) {
+      std::vector<double> others = all;
+      others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+      y = yardstick_of(std::move(others));
+    }
+    if (y.spread <= 0) continue;  // no spread measured: nothing to judge by
+    out[{place[i].process, place[i].comm_hash}] = {place[i].value - y.center, y.spread, y.df};
+  }
+}
+
+// Places of few members (the stages of a few replicated pipelines) measure their own spread
+// to few degrees of freedom, or none. But GPUs of one family of replica communicators differ
+// in their figures by their speeds and their noise alike in every place and stage, while the
+// places differ in their typical figures (their schedule). So a member can be compared with
+// the others of its place (their median) in the spread measured within all the family's
+// places together: from the differences of each pair of members of one place (a place's
+// typical figure cancels in them; sigma = 1.0483 x their median absolute value), without
+// the judged member. Places of kPooledPlace members or more measure their own spread well
+// and stay out (their pairs would be many).
+constexpr size_t kPooledPlace = 32;
+// The degrees of freedom of that spread per independent contrast (places of two or three
+// members, 3-30 places; simulated, 2 / its squared coefficient of variation: 0.42-0.60; more
+// in larger places). Its mean is 3-40 % above the true variance in so few places, which errs
+// on the safe side.
+constexpr double kPairScaleEfficiency = 0.5;
+
+class FamilySpread {
+ public:
+  explicit FamilySpread(std::vector<const std::vector<Member>*> places) : places_(std::move(places)) {
+    for (const auto* place : places_) contrasts_ += place->size() - 1;
+    if (members() > kLeaveOneOutPlace) everyone_ = pair_sigma(nullptr, 0);
+  }
+  // Enough contrasts besides a judged member's to measure a spread by (as a place's own
+  // needs kMinPlace - 1 others), and their degrees of freedom.
+  bool measures() const { return contrasts_ >= kMinPlace; }
+  double df() const { return std::max(1.0, kPairScaleEfficiency * static_cast<double>(contrasts_ - 1)); }
+  size_t members() const { return contrasts_ + places_.size(); }
+
+  // The departures of a place's members.
+  void departures(const std::vector<Member>& place, Departures& out) const {
+    for (size_t i = 0; i < place.size(); ++i) departure_of(place, i, out);
+  }
+
+ private:
+  void departure_of(const std::vector<Member>& place, size_t judged, Departures& out) const {
+    std::vector<double> others;
+    for (size_t k = 0; k < place.size(); ++k)
+      if (k != judged) others.push_back(place[k].value);
+    const double m = static_cast<double>(others.size());
+    const double center = median_of(others);
+    const double sigma = everyone_ > 0 ? everyone_ : pair_sigma(&place, judged);
+    if (sigma <= 0) return;
+    // The others' median is their mean where they are one or two.
+    const double center_share = (others.size() <= 2 ? 1.0 : kMedianEfficiency * kMedianEfficiency) / m;
+    out[{place[judged].process, place[judged].comm_hash}] = {place[judged].value - center,
+                                                              sigma * sigma * (1 + center_share), df()};
+  }
+
+  // The family's spread from its places' pairs, leaving out `judged` of `left_out`.
+  double pair_sigma(const std::vector<Member>* left_out, size_t judged) const {
+    std::vector<double> differences;
+    for (const auto* place : places_)
+      for (size_t a = 0; a < place->size(); ++a)
+        for (size_t b = a + 1; b < place->size(); ++b)
+          if (place != left_out || (a != judged && b != judged))
+            differences.push_back(std::fabs((*place)[a].value - (*place)[b].value));
+    return differences.empty() ? 0 : kPairToSigma * median_of(differences);
+  }
+
+  std::vector<const std::vector<Member>*> places_;
+  size_t contrasts_ = 0;
+  double everyone_ = 0;
+};
+
+// Every judged member's departure. A place is judged in its own spread (from kMinPlace
+// members on) or in its family's (below kPooledPlace members), whichever has more degrees of
+// freedom. `judged` counts the members judged.
+Departures departures_of(const Groups& groups, size_t& judged) {
+  std::map<uint64_t, std::vector<const std::vector<Member>*>> pooled;  // per family of replicas
+  for (const auto& [key, place] : groups)
+    if (place.size() >= 2 && place.size() < kPooledPlace) pooled[std::get<0>(key)].push_back(&place);
+  std::map<uint64_t, FamilySpread> families;
+  for (auto& [family, places] : pooled) families.emplace(family, FamilySpread(std::move(places)));
+  Departures out;
+  for (const auto& [key, place] : groups) {
+    auto family = families.find(std::get<0>(key));
+    const bool by_family = family != families.end() && place.size() < kPooledPlace && family->second.measures();
+    const double own_df = static_cast<double>(place.size()) - 2;  // others, less one
+    if (place.size() >= kMinPlace && !(by_family && family->second.df() > own_df)) {
+      departures_in_place(place, out);
+    } else if (by_family) {
+      family->second.departures(place, out);
+    } else {
+      continue;
+    }
+    judged += place.size();
+  }
+  return out;
+}
+
+}  // namespace
+
+PeerDepartures peer_departures(std::span<const PeerFigure> figures) {
+  PeerDepartures out;
+  out.of = departures_of(grouped(figures), out.judged);
+  return out;
+}
+
+std::optional<PeerOutlier> significant(const PeerDeparture& d, double tail) {
+  if (d.excess <= 0 || d.variance <= 0) return std::nullopt;
+  PeerOutlier p{d.excess / std::sqrt(d.variance), critical_t(d.df, tail)};
+  if (p.t <= p.critical_t) return std::nullopt;
+  return p;
+}
+
+}  // namespace culprit

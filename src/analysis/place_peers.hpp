@@ -1,0 +1,69 @@
+// Evidence helper for inputs without kernel clocks: a GPU's figure in one communicator (how
+// late it came, how long it made its proxy wait) against the GPUs that play the same part.
+//
+// Without kernel clocks a GPU's own work is not measured, and every job has a slowest GPU:
+// only a figure far beyond the spread of its peers' tells a GPU that is its own cause from
+// the slowest healthy one. Peers are the GPUs of one family of replica communicators
+// (wire_groups.hpp: the same kind, size and chunk), the same place in the data flow
+// (flow_places.hpp) and the same pipeline stage. A place of kMinPlace members or more is
+// judged in its own spread (clipped at 4 deviations, so that a second outlier stays out of
+// the yardstick); a place of fewer than kPooledPlace members may instead be judged in its
+// family's spread, measured from pairs within each of the family's places (the places'
+// typical figures cancel in them), whichever has more degrees of freedom.
+//
+// What it cannot tell apart: a GPU from the peers of a place too small to measure a spread
+// in a family too small as well (a pipeline of one GPU per stage), nor one of a place whose
+// other members show no spread at all.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <utility>
+
+#include "analysis/flow_places.hpp"
+
+namespace culprit {
+
+// One connection's figure for one GPU, with what makes its peers: its communicator's family
+// of replicas (the first of its kind, size and chunk), its place there and its stage (0:
+// none). A GPU with several connections of one communicator in one place counts its largest.
+struct PeerFigure {
+  uint32_t process = 0;
+  uint64_t comm_hash = 0;
+  uint64_t family = 0;
+  FlowPlace place;
+  uint32_t stage = 0;
+  double value = 0;
+};
+
+// A GPU's figure beyond its peers' typical one (negative below it), the variance of that
+// departure under the peers' spread, and that variance's degrees of freedom.
+struct PeerDeparture {
+  double excess = 0;
+  double variance = 0;
+  double df = 0;
+};
+
+// Per (process, communicator) judged, its departure; `judged` counts them (one test each).
+struct PeerDepartures {
+  std::map<std::pair<uint32_t, uint64_t>, PeerDeparture> of;
+  size_t judged = 0;
+};
+
+// Fewest members of one place that measure a spread: three others.
+inline constexpr size_t kMinPlace = 4;
+
+PeerDepartures peer_departures(std::span<const PeerFigure> figures);
+
+// A departure's t against its critical value at the tail probability `tail`.
+struct PeerOutlier {
+  double t = 0;
+  double critical_t = 0;
+};
+// The departure's t and critical value where it is positive and clears it.
+std::optional<PeerOutlier> significant(const PeerDeparture& d, double tail);
+
+}  // namespace culprit
