@@ -154,7 +154,8 @@ Departures departures_of(const Groups& groups, size_t& judged) {
   Departures out;
   for (const auto& [key, place] : groups) {
     auto family = families.find(std::get<0>(key));
-    const bool by_family = family != families.end() && place.size() < kPooledPlace && family->second.measures();
+    const bool by_family = place.size() >= 2 && place.size() < kPooledPlace && family != families.end() &&
+                           family->second.measures();
     const double own_df = static_cast<double>(place.size()) - 2;  // others, less one
     if (place.size() >= kMinPlace && !(by_family && family->second.df() > own_df)) {
       departures_in_place(place, out);

@@ -5,9 +5,8 @@
 #include <set>
 #include <string>
 
-#include "analysis/flow_places.hpp"
 #include "analysis/late_posters.hpp"
-#include "analysis/wire_groups.hpp"
+#include "analysis/peer_roles.hpp"
 
 namespace culprit {
 namespace {
@@ -112,27 +111,18 @@ struct LatePosts {
 
 LatePosts late_posts_of(const ReceiverInputs& in) {
   if (in.own_delay.all_work_measured()) return {};  // nothing to judge
-  const std::map<std::pair<uint64_t, int32_t>, FlowPlace> places = flow_places(in.observations);
-  // Each process's pipeline stage, numbered (0: none).
-  const std::map<uint32_t, PipelineStage> schedule = pipeline_stages(in.observations, in.context.n_ranks());
-  std::map<PipelineStage, uint32_t> stage_ids{{{}, 0}};
-  auto stage_of = [&](uint32_t process) -> uint32_t {
-    auto it = schedule.find(process);
-    if (it == schedule.end()) return 0;
-    return stage_ids.emplace(it->second, static_cast<uint32_t>(stage_ids.size())).first->second;
-  };
-  const WireGroups replicas = replica_groups_of(in.context, in.observations);
+  const PeerRoles roles(in.context, in.observations);
   std::vector<PostingDelay> delays;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
     const EdgeKey& key = in.observations.edges[i].key;
     if (f.src == f.dst || !f.view.has_send || !f.view.has_recv) continue;
-    auto place = places.find({key.comm_hash, key.dst_rank});
-    if (place == places.end()) continue;
-    PostingDelay d{f.dst, key.comm_hash, replicas.at(key.comm_hash), place->second, stage_of(f.dst),
+    const std::optional<PeerRole> to = roles.of(f.dst, key.comm_hash, key.dst_rank);
+    if (!to) continue;
+    PostingDelay d{f.dst, key.comm_hash, to->family, to->place, to->stage,
                    f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait], {}};
-    if (auto from = places.find({key.comm_hash, key.src_rank}); from != places.end())
-      d.sender = PostingDelay::Sender{f.src, from->second, stage_of(f.src)};
+    if (const std::optional<PeerRole> from = roles.of(f.src, key.comm_hash, key.src_rank))
+      d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
   LatePosts out{late_posters(delays), {}};

@@ -76,6 +76,19 @@ TEST(PlacePeers, AFamilyOfTooFewContrastsJudgesNobody) {
   EXPECT_TRUE(found.of.empty());
 }
 
+TEST(PlacePeers, AGpuAloneInItsPlaceIsNotJudged) {
+  // A family of five places of two and one place of one GPU (say, a pipeline's last stage
+  // without replicas): the one has no others to depart from, and costs the family-wise
+  // bound no test.
+  std::vector<PeerFigure> figures;
+  for (uint32_t s = 0; s < 5; ++s)
+    for (const PeerFigure& f : place(2 * s, 0xa + s, 0xa, s + 1, {1000.0 * s, 1000.0 * s + 10})) figures.push_back(f);
+  figures.push_back({10, 0xf, 0xa, kPlace, 9, 5000});
+  const auto found = peer_departures(figures);
+  EXPECT_EQ(found.judged, 10u);
+  EXPECT_EQ(found.of.count({10, 0xf}), 0u);
+}
+
 TEST(PlacePeers, ABelowTypicalFigureIsNeverSignificant) {
   const auto found = peer_departures(place(0, 0xa, 0xa, 0, {100, 110, -400, 105, 95, 98}));
   EXPECT_LT(found.of.at({2, 0xa}).excess, 0);
