@@ -2,18 +2,69 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 
+#include "analysis/own_work_stragglers.hpp"
+#include "analysis/peer_roles.hpp"
+#include "analysis/place_peers.hpp"
 #include "analysis/queue_pair_wires.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
 
 namespace culprit {
+
+namespace {
+
+// Per job, as the gap test's and the late posters': the chance that a healthy job shows any
+// sender beyond its peers.
+constexpr double kFalseAlarm = 1e-3;
+
+// What is known of healthy GPUs before looking: their speeds differ by a few percent (the gap
+// test's prior), and so does the time they take to fill a buffer: that share of a sender's
+// SendGpuWait per step is its prior spread (more than its speed explains, where it waited for
+// its input too).
+const double kPriorShare = StragglerConfig{}.prior_sigma;
+
+// The senders whose SendGpuWait unexplained by their inputs stands far beyond their peers'
+// (place_peers.hpp), with the best of their tests. Every job has a slowest GPU, and without
+// kernel clocks it waits for its own work longer than the others on every send: only a
+// sender beyond the spread of its peers is more than that. A peer whose input is unseen
+// counts its whole SendGpuWait, at least what is unexplained of it: its peers' yardstick errs
+// wide, not narrow.
+std::map<uint32_t, PeerOutlier> unexplained_outliers(const PeerRoles& roles, std::span<const SendGpuWaitFact> sends,
+                                                     std::span<const EdgeKey> keys,
+                                                     std::span<const InputArrivalFact> arrivals) {
+  const std::vector<std::optional<double>> per_step = unexplained_per_step(sends, arrivals);
+  std::vector<PeerFigure> figures;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const double value = per_step[i].value_or(sends[i].wait_per_step_ns);
+    std::optional<PeerFigure> f = roles.figure(sends[i].sender, keys[i].comm_hash, keys[i].src_rank, value);
+    if (!f) continue;
+    f->prior_sigma = kPriorShare * sends[i].wait_per_step_ns;
+    figures.push_back(*f);
+  }
+  const PeerDepartures departures = peer_departures(figures);
+  std::map<uint32_t, PeerOutlier> out;
+  if (departures.judged == 0) return out;
+  const double tail = kFalseAlarm / static_cast<double>(departures.judged);
+  for (const auto& [who, d] : departures.of) {
+    const std::optional<PeerOutlier> p = significant(d, tail);
+    if (!p) continue;
+    auto [it, added] = out.emplace(who.first, *p);
+    if (!added && p->t / p->critical_t > it->second.t / it->second.critical_t) it->second = *p;
+  }
+  return out;
+}
+
+}  // namespace
 
 void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessContext& context,
                                      const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
                                      std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
   const bool all_measured = own_delay.all_work_measured();
   std::vector<SendGpuWaitFact> sends;
+  std::vector<EdgeKey> send_keys;
   std::vector<InputArrivalFact> arrivals;
   std::map<std::string, uint32_t> nodes;  // host -> its index
   auto node_of = [&](uint32_t process) {
@@ -23,7 +74,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
     const EdgeFacts& f = facts[i];
     const EdgeSummary& e = obs.edges[i];
     if (f.src == f.dst || f.p2p) continue;  // collectives only (unexplained_send_gpu_wait.hpp says why)
-    if (f.view.has_send)
+    if (f.view.has_send) {
       sends.push_back({.sender = f.src,
                        .node = node_of(f.src),
                        .comm_hash = e.key.comm_hash,
@@ -31,7 +82,10 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                        .excess_per_step_ns = f.anomaly[kSendGpuWait],
                        .steps = static_cast<double>(e.send_steps),
                        .margin = f.margin[kSendGpuWait],
-                       .output_late_per_step_ns = f.view.has_recv ? f.late_data_ns : -1});
+                       .output_late_per_step_ns = f.view.has_recv ? f.late_data_ns : -1,
+                       .wait_per_step_ns = f.view.step_ns[kSendGpuWait]});
+      send_keys.push_back(e.key);
+    }
     if (f.view.has_recv)
       arrivals.push_back({.receiver = f.dst,
                           .node = node_of(f.dst),
@@ -40,13 +94,23 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                           .late_per_step_ns = f.late_data_ns,
                           .from_other_node = node_of(f.src) != node_of(f.dst)});
   }
-  for (const auto& [p, own] : unexplained_send_gpu_wait(sends, arrivals))
-    if (!own_delay.work_measured[p]) evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, own.margin);
+  const std::map<uint32_t, Excess> own_time = unexplained_send_gpu_wait(sends, arrivals);
+  if (!own_time.empty()) {
+    const std::map<uint32_t, PeerOutlier> beyond_peers =
+        unexplained_outliers(PeerRoles(context, obs), sends, send_keys, arrivals);
+    for (const auto& [p, own] : own_time) {
+      auto peer = beyond_peers.find(p);
+      if (own_delay.work_measured[p] || peer == beyond_peers.end()) continue;
+      const double margin = std::min(own.margin, peer->second.t / peer->second.critical_t);
+      evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, margin);
+    }
+  }
   const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
                     "work is judged by its SendGpuWait beyond what its inputs' arrival explains, and a late post of "
-                    "its buffers only where it came far later than its peers (the slowest healthy GPU posts late too)");
+                    "its buffers, each only where it stands far beyond its peers' (the slowest healthy GPU waits "
+                    "and posts late too)");
 }
 
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {

@@ -10,28 +10,46 @@
 namespace culprit {
 namespace {
 
-// One GPU in one communicator, with its figure.
+// One GPU in one communicator, with its figure and its prior spread.
 struct Member {
   uint32_t process = 0;
   uint64_t comm_hash = 0;
   double value = 0;
+  double prior_sigma = 0;
 };
 
 using Peers = std::tuple<uint64_t, FlowPlace, uint32_t>;  // family, place, stage
 using Groups = std::map<Peers, std::vector<Member>>;
 
-// The members of each group of peers, each with its largest figure.
+// The members of each group of peers, each with its largest figure (and largest prior).
 Groups grouped(std::span<const PeerFigure> figures) {
-  std::map<std::tuple<Peers, uint32_t, uint64_t>, double> largest;
+  std::map<std::tuple<Peers, uint32_t, uint64_t>, std::pair<double, double>> largest;
   for (const PeerFigure& f : figures) {
     const auto key = std::make_tuple(Peers{f.family, f.place, f.stage}, f.process, f.comm_hash);
-    auto [it, added] = largest.emplace(key, f.value);
-    if (!added) it->second = std::max(it->second, f.value);
+    auto [it, added] = largest.emplace(key, std::make_pair(f.value, f.prior_sigma));
+    if (!added) it->second = {std::max(it->second.first, f.value), std::max(it->second.second, f.prior_sigma)};
   }
   Groups groups;
-  for (const auto& [key, value] : largest)
-    groups[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), value});
+  for (const auto& [key, figure] : largest)
+    groups[std::get<0>(key)].push_back({std::get<1>(key), std::get<2>(key), figure.first, figure.second});
   return groups;
+}
+
+// What is known of a place's spread before looking: its members' typical prior (their
+// median, which one outlier cannot move), weighted as kPriorDf observations against the
+// spread measured (the conjugate update of a variance, as the gap test's prior). 0: none.
+constexpr double kPriorDf = 4;
+double prior_of(const std::vector<Member>& place) {
+  std::vector<double> priors;
+  for (const Member& m : place) priors.push_back(m.prior_sigma);
+  return median_of(priors);
+}
+
+// A measured variance of single figures (df degrees of freedom) with the place's prior, and
+// the variance of a departure from a center whose own variance is `center_share` of it.
+PeerDeparture departure_with_prior(double excess, double measured, double df, double prior, double center_share) {
+  const PooledVariance pooled = with_prior(measured, df, prior, prior > 0 ? kPriorDf : 0);
+  return {excess, pooled.variance * (1 + center_share), pooled.df};
 }
 
 using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
@@ -41,7 +59,8 @@ using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
 // own sampling variance, with one degree of freedom fewer than the others.
 struct Yardstick {
   double center = 0;
-  double spread = 0;
+  double spread = 0;        // of single figures
+  double center_share = 0;  // the center's variance, as a share of it
   double df = 0;
 };
 
@@ -50,7 +69,8 @@ Yardstick yardstick_of(std::vector<double> others) {
   y.center = median_of(others);
   for (double& v : others) v -= y.center;
   const double m = static_cast<double>(others.size());
-  y.spread = clipped_variance_of(others) * (1 + kMedianEfficiency * kMedianEfficiency / m);
+  y.spread = clipped_variance_of(others);
+  y.center_share = kMedianEfficiency * kMedianEfficiency / m;
   y.df = m - 1;
   return y;
 }
@@ -66,6 +86,7 @@ void departures_in_place(const std::vector<Member>& place, Departures& out) {
   for (const Member& m : place) all.push_back(m.value);
   const bool leave_one_out = place.size() <= kLeaveOneOutPlace;
   const Yardstick everyone = leave_one_out ? Yardstick{} : yardstick_of(all);
+  const double prior = prior_of(place);
   for (size_t i = 0; i < place.size(); ++i) {
     Yardstick y = everyone;
     if (leave_one_out) {
@@ -73,8 +94,9 @@ void departures_in_place(const std::vector<Member>& place, Departures& out) {
       others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
       y = yardstick_of(std::move(others));
     }
-    if (y.spread <= 0) continue;  // no spread measured: nothing to judge by
-    out[{place[i].process, place[i].comm_hash}] = {place[i].value - y.center, y.spread, y.df};
+    if (y.spread <= 0 && prior <= 0) continue;  // no spread known: nothing to judge by
+    out[{place[i].process, place[i].comm_hash}] =
+        departure_with_prior(place[i].value - y.center, y.spread, y.df, prior, y.center_share);
   }
 }
 
@@ -119,11 +141,12 @@ class FamilySpread {
     const double m = static_cast<double>(others.size());
     const double center = median_of(others);
     const double sigma = everyone_ > 0 ? everyone_ : pair_sigma(&place, judged);
-    if (sigma <= 0) return;
+    const double prior = prior_of(place);
+    if (sigma <= 0 && prior <= 0) return;
     // The others' median is their mean where they are one or two.
     const double center_share = (others.size() <= 2 ? 1.0 : kMedianEfficiency * kMedianEfficiency) / m;
-    out[{place[judged].process, place[judged].comm_hash}] = {place[judged].value - center,
-                                                              sigma * sigma * (1 + center_share), df()};
+    out[{place[judged].process, place[judged].comm_hash}] =
+        departure_with_prior(place[judged].value - center, sigma * sigma, df(), prior, center_share);
   }
 
   // The family's spread from its places' pairs, leaving out `judged` of `left_out`.

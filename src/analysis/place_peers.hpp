@@ -9,11 +9,13 @@
 // judged in its own spread (clipped at 4 deviations, so that a second outlier stays out of
 // the yardstick); a place of fewer than kPooledPlace members may instead be judged in its
 // family's spread, measured from pairs within each of the family's places (the places'
-// typical figures cancel in them), whichever has more degrees of freedom.
+// typical figures cancel in them), whichever has more degrees of freedom. Where the figures
+// carry a prior spread, the place's typical prior joins the measured spread as four
+// observations (the conjugate update of a variance).
 //
 // What it cannot tell apart: a GPU from the peers of a place too small to measure a spread
-// in a family too small as well (a pipeline of one GPU per stage), nor one of a place whose
-// other members show no spread at all.
+// in a family too small as well (a pipeline of one GPU per stage), nor, without a prior, one
+// of a place whose other members show no spread at all.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,10 @@ struct PeerFigure {
   FlowPlace place;
   uint32_t stage = 0;
   double value = 0;
+  // The spread healthy GPUs are known to show in this figure before looking (0: nothing
+  // known), weighed against the spread its peers show: a place's yardstick where its peers
+  // show none, or few.
+  double prior_sigma = 0;
 };
 
 // A GPU's figure beyond its peers' typical one (negative below it), the variance of that

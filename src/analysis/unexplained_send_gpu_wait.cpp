@@ -65,4 +65,19 @@ std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWait
   return own;
 }
 
+std::vector<std::optional<double>> unexplained_per_step(std::span<const SendGpuWaitFact> sends,
+                                                        std::span<const InputArrivalFact> inputs) {
+  const InputLateness inputs_of(inputs);
+  std::vector<std::optional<double>> out;
+  for (const SendGpuWaitFact& s : sends) {
+    std::optional<double> late = inputs_of.feeding(s);
+    if (late) {
+      late = s.wait_per_step_ns - std::max(0.0, *late);
+      if (s.output_late_per_step_ns >= 0) late = std::min(*late, s.output_late_per_step_ns);
+    }
+    out.push_back(late);
+  }
+  return out;
+}
+
 }  // namespace culprit

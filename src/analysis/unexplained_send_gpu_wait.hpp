@@ -25,7 +25,9 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "analysis/edge_stats.hpp"
 
@@ -44,6 +46,7 @@ struct SendGpuWaitFact {
   double steps = 0;
   double margin = 0;
   double output_late_per_step_ns = -1;
+  double wait_per_step_ns = 0;  // its SendGpuWait per step, as recorded
 };
 
 // A connection's receive half: how late its data arrived (RecvWait above the communicator's
@@ -74,5 +77,11 @@ struct InputArrivalFact {
 // sends': the unexplained part per step over the guard its excess cleared.
 std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
                                                      std::span<const InputArrivalFact> inputs);
+
+// Per send, in order: its SendGpuWait per step as recorded less its input's lateness (at
+// most its receiver's lateness on the connection, as above), any sign: the figure a sender
+// is compared with its peers on (place_peers.hpp). None where its input is unseen.
+std::vector<std::optional<double>> unexplained_per_step(std::span<const SendGpuWaitFact> sends,
+                                                        std::span<const InputArrivalFact> inputs);
 
 }  // namespace culprit
