@@ -1,8 +1,7 @@
 #include "analysis/late_posters.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <tuple>
+#include <optional>
 #include <utility>
 #include <vector>
 
