@@ -132,6 +132,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   std::vector<WaitEdge> holds;
   Lanes lanes(obs, facts.edges, context);
   offer_slow_wires(obs, facts.edges, evidence);
+  offer_slow_send_waits(obs, context, facts.edges, evidence);
   explain_receivers({obs, facts.edges, context, lanes, own_delay}, cfg, evidence, holds);
   offer_unexplained_send_gpu_wait(obs, context, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);

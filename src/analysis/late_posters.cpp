@@ -17,7 +17,7 @@ namespace {
 std::vector<PeerFigure> receivers(std::span<const PostingDelay> connections) {
   std::vector<PeerFigure> out;
   for (const PostingDelay& c : connections)
-    out.push_back({c.receiver, c.comm_hash, c.replicas, c.place, c.stage, c.late_per_step_ns});
+    out.push_back({c.receiver, c.comm_hash, c.replicas, c.place, c.stage, c.late_per_step_ns, {}, 0});
   return out;
 }
 
@@ -26,7 +26,7 @@ std::vector<PeerFigure> senders(std::span<const PostingDelay> connections) {
   for (const PostingDelay& c : connections)
     if (c.sender)
       out.push_back(
-          {c.sender->process, c.comm_hash, c.replicas, c.sender->place, c.sender->stage, -c.late_per_step_ns});
+          {c.sender->process, c.comm_hash, c.replicas, c.sender->place, c.sender->stage, -c.late_per_step_ns, {}, 0});
   return out;
 }
 

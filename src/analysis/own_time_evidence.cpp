@@ -10,6 +10,7 @@
 #include "analysis/peer_roles.hpp"
 #include "analysis/place_peers.hpp"
 #include "analysis/queue_pair_wires.hpp"
+#include "analysis/send_wait_peers.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
 
 namespace culprit {
@@ -128,6 +129,25 @@ void offer_slow_wires(const Observations& obs, const std::vector<EdgeFacts>& fac
     if (facts[i].slow_link)
       evidence[facts[i].src].offer(facts[i].link_excess_ns * static_cast<double>(obs.edges[i].send_steps),
                                    CulpritClass::kNetworkLink, facts[i].dst, facts[i].link_margin);
+}
+
+void offer_slow_send_waits(const Observations& obs, const ProcessContext& context, const std::vector<EdgeFacts>& facts,
+                           std::vector<Evidence>& evidence) {
+  // Where any connection is timed step by step, the wire tests judge every wire.
+  for (const EdgeFacts& f : facts)
+    if (f.view.wire_ns > 0 || f.view.send_wait_min_ns > 0) return;
+  std::vector<SendWaitFigure> sends;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    if (f.src == f.dst || !f.view.has_send || !f.p2p) continue;  // send/recv only (send_wait_peers.hpp)
+    const EdgeSummary& e = obs.edges[i];
+    sends.push_back({i, f.src, e.key.comm_hash, e.key.src_rank, f.dst, e.key.dst_rank, f.view.step_ns[kSendWait],
+                     static_cast<double>(e.send_steps)});
+  }
+  if (sends.empty()) return;
+  for (const SlowSendWait& slow : slow_send_waits(PeerRoles(context, obs), sends))
+    evidence[facts[slow.connection].src].offer(slow.excess_ns, CulpritClass::kNetworkLink, facts[slow.connection].dst,
+                                               slow.margin);
 }
 
 void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,

@@ -5,7 +5,8 @@
 //     straggler, not a consumer fault;
 //   - without kernel clocks: SendGpuWait its inputs' arrival does not explain
 //     (unexplained_send_gpu_wait.hpp), collective connections only;
-//   - slow wires (slow_wire.hpp): network_link at the sender, towards the receiver;
+//   - slow wires (slow_wire.hpp): network_link at the sender, towards the receiver; without
+//     wire timing, SendWait beyond its peers' (send_wait_peers.hpp) likewise;
 //   - queue pairs well under the job's wire speed (queue_pair_wires.hpp): network_link.
 #pragma once
 
@@ -25,6 +26,12 @@ namespace culprit {
 void offer_unexplained_send_gpu_wait(const Observations& observations, const ProcessContext& context,
                                      const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
                                      std::vector<Evidence>& evidence, std::vector<std::string>& notes);
+
+// Where no connection of the input is timed step by step (probing's sums): offers
+// network_link to the senders of send/recv connections whose SendWait stands beyond their
+// peers' (send_wait_peers.hpp).
+void offer_slow_send_waits(const Observations& observations, const ProcessContext& context,
+                           const std::vector<EdgeFacts>& facts, std::vector<Evidence>& evidence);
 
 // Offers each late GPU's own delay as gpu_producer (it replaces a weaker consumer class).
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence);

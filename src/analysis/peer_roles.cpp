@@ -22,7 +22,7 @@ std::optional<PeerRole> PeerRoles::of(uint32_t process, uint64_t comm_hash, int3
 std::optional<PeerFigure> PeerRoles::figure(uint32_t process, uint64_t comm_hash, int32_t rank, double value) const {
   const std::optional<PeerRole> role = of(process, comm_hash, rank);
   if (!role) return std::nullopt;
-  return PeerFigure{process, comm_hash, role->family, role->place, role->stage, value};
+  return PeerFigure{process, comm_hash, role->family, role->place, role->stage, value, {}, 0};
 }
 
 }  // namespace culprit

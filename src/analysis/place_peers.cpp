@@ -18,14 +18,14 @@ struct Member {
   double prior_sigma = 0;
 };
 
-using Peers = std::tuple<uint64_t, FlowPlace, uint32_t>;  // family, place, stage
+using Peers = std::tuple<uint64_t, FlowPlace, uint32_t, FlowPlace>;  // family, place, stage, far place
 using Groups = std::map<Peers, std::vector<Member>>;
 
 // The members of each group of peers, each with its largest figure (and largest prior).
 Groups grouped(std::span<const PeerFigure> figures) {
   std::map<std::tuple<Peers, uint32_t, uint64_t>, std::pair<double, double>> largest;
   for (const PeerFigure& f : figures) {
-    const auto key = std::make_tuple(Peers{f.family, f.place, f.stage}, f.process, f.comm_hash);
+    const auto key = std::make_tuple(Peers{f.family, f.place, f.stage, f.far_place}, f.process, f.comm_hash);
     auto [it, added] = largest.emplace(key, std::make_pair(f.value, f.prior_sigma));
     if (!added) it->second = {std::max(it->second.first, f.value), std::max(it->second.second, f.prior_sigma)};
   }

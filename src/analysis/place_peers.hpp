@@ -39,6 +39,10 @@ struct PeerFigure {
   FlowPlace place;
   uint32_t stage = 0;
   double value = 0;
+  // Where the figure is a connection's (a wire's): the place of the GPU at its other end,
+  // which its peers share too (a parent that two children send to shares its NIC between
+  // them). Default: none.
+  FlowPlace far_place;
   // The spread healthy GPUs are known to show in this figure before looking (0: nothing
   // known), weighed against the spread its peers show: a place's yardstick where its peers
   // show none, or few.

@@ -1,5 +1,6 @@
-// Own-time evidence: slow wires at their sender, unexplained SendGpuWait beyond its peers (and its
-// note), kernel lateness, slow queue pairs.
+// Own-time evidence: slow wires at their sender (and, without wire timing, send/recv SendWait
+// beyond its peers), unexplained SendGpuWait beyond its peers (and its note), kernel lateness,
+// slow queue pairs.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -94,6 +95,37 @@ TEST(OwnTimeEvidence, TheSlowestOfHealthySendersIsNotItsOwnCause) {
   std::vector<std::string> notes;
   offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, none_measured(6), evidence, notes);
   for (const Evidence& e : evidence) EXPECT_FALSE(e.any());
+}
+
+TEST(OwnTimeEvidence, WithoutWireTimingASendRecvLinkBeyondItsPeersIsANetworkLink) {
+  // Six send/recv connections of one place, SendWait 77-80 us per step, one at 470 us.
+  auto build = [](bool p2p, double timed_wire_ns) {
+    Facts f;
+    const double wait[6] = {77e3, 80e3, 470e3, 78e3, 79e3, 76e3};
+    for (uint32_t p = 0; p < 6; ++p) {
+      EdgeFacts& e = f.add(p, (p + 1) % 6);
+      e.p2p = p2p;
+      e.view.step_ns[kSendWait] = wait[p];
+    }
+    f.facts[0].view.wire_ns = timed_wire_ns;
+    return f;
+  };
+  Facts f = build(true, 0);
+  std::vector<Evidence> evidence(6);
+  offer_slow_send_waits(f.obs, ProcessContext(f.obs), f.facts, evidence);
+  EXPECT_EQ(evidence[2].culprit_class, CulpritClass::kNetworkLink);
+  ASSERT_TRUE(evidence[2].peer.has_value());
+  EXPECT_EQ(*evidence[2].peer, 3u);
+  for (uint32_t p : {0u, 1u, 3u, 4u, 5u}) EXPECT_FALSE(evidence[p].any()) << p;
+  // Collective connections queue as their flow bunches: not judged this way.
+  Facts collective = build(false, 0);
+  std::vector<Evidence> none(6);
+  offer_slow_send_waits(collective.obs, ProcessContext(collective.obs), collective.facts, none);
+  for (const Evidence& e : none) EXPECT_FALSE(e.any());
+  // Where any connection is timed step by step, the wire tests judge the wires.
+  Facts timed = build(true, 50e3);
+  offer_slow_send_waits(timed.obs, ProcessContext(timed.obs), timed.facts, none);
+  for (const Evidence& e : none) EXPECT_FALSE(e.any());
 }
 
 TEST(OwnTimeEvidence, PointToPointAndSelfConnectionsJudgeNoSendGpuWait) {

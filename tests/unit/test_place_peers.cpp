@@ -18,7 +18,7 @@ std::vector<PeerFigure> place(uint32_t first, uint64_t comm, uint64_t family, ui
                               const std::vector<double>& values) {
   std::vector<PeerFigure> out;
   for (size_t i = 0; i < values.size(); ++i)
-    out.push_back({first + static_cast<uint32_t>(i), comm, family, kPlace, stage, values[i]});
+    out.push_back({first + static_cast<uint32_t>(i), comm, family, kPlace, stage, values[i], {}, 0});
   return out;
 }
 
@@ -37,7 +37,7 @@ TEST(PlacePeers, AGpuDepartsFromTheMedianOfItsPlacesOthers) {
 TEST(PlacePeers, AGpuKeepsItsLargestFigureOfACommunicator) {
   // Two connections of GPU 0 in one communicator and place: the larger counts.
   std::vector<PeerFigure> figures = place(0, 0xa, 0xa, 0, {100, 110, 90, 105, 95});
-  figures.push_back({0, 0xa, 0xa, kPlace, 0, 500});
+  figures.push_back({0, 0xa, 0xa, kPlace, 0, 500, {}, 0});
   const auto found = peer_departures(figures);
   EXPECT_EQ(found.judged, 5u);
   EXPECT_DOUBLE_EQ(found.of.at({0, 0xa}).excess, 500 - 100);
@@ -52,7 +52,7 @@ TEST(PlacePeers, SmallPlacesAreJudgedInTheirFamilysSpreadAndStagesApart) {
                                 {4, -6}, {-2, 9}, {7, -3}, {-5, 5}, {1, 12}};
   for (uint32_t s = 0; s < 10; ++s)
     for (uint32_t r = 0; r < 2; ++r)
-      figures.push_back({2 * s + r, r == 0 ? 0xaULL : 0xbULL, 0xa, kPlace, s + 1, 1000.0 * s + within[s][r]});
+      figures.push_back({2 * s + r, r == 0 ? 0xaULL : 0xbULL, 0xa, kPlace, s + 1, 1000.0 * s + within[s][r], {}, 0});
   const auto found = peer_departures(figures);
   EXPECT_EQ(found.judged, 20u);
   const PeerDeparture& late = found.of.at({9, 0xb});
@@ -83,7 +83,7 @@ TEST(PlacePeers, AGpuAloneInItsPlaceIsNotJudged) {
   std::vector<PeerFigure> figures;
   for (uint32_t s = 0; s < 5; ++s)
     for (const PeerFigure& f : place(2 * s, 0xa + s, 0xa, s + 1, {1000.0 * s, 1000.0 * s + 10})) figures.push_back(f);
-  figures.push_back({10, 0xf, 0xa, kPlace, 9, 5000});
+  figures.push_back({10, 0xf, 0xa, kPlace, 9, 5000, {}, 0});
   const auto found = peer_departures(figures);
   EXPECT_EQ(found.judged, 10u);
   EXPECT_EQ(found.of.count({10, 0xf}), 0u);

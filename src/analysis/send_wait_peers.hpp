@@ -1,0 +1,57 @@
+// Signal for inputs without wire timing (probing's exports: per-op sums, no step times): a
+// connection whose SendWait per step stands far above its peers'.
+//
+// SendWait runs from isend accepted to completion: the wire and the NICs, not the GPUs, nor
+// the receiver's credit (granted before). Without step times, queueing behind the sender's
+// own earlier sends cannot be told from a slow transfer, and slow_wire.hpp's sums-only rule
+// asks for SendWait above what a healthy link with every slot queued shows (NCCL_STEPS x):
+// a 5.7x link that doubled a pipeline's time stayed under it. But connections that play the
+// same part queue alike: the senders of one place and stage in one family of replica
+// communicators (place_peers.hpp, peer_roles.hpp). So a connection is judged by the log of its
+// SendWait per step against its peers' (a sender's largest counts), with a prior spread of
+// 10 % (links of one kind, as the bottleneck test's), Bonferroni over every sender judged at
+// 1e-3 per job. It names the sender's link towards that receiver, `network_link`.
+//
+// Send/recv connections only (pipelines), which move one message per call in one steady
+// pattern. In collectives the queue a step finds depends on where the flow bunches: healthy
+// links of one place in a tree of 9x8x4 spent 50-250 us per step in SendWait, and on eight
+// randomized probing seeds the test named 129 healthy links in healthy tree and ring jobs.
+//
+// What it cannot tell apart: which end of the wire (the sender's NIC or the receiver's) is
+// slow; a link whose peers are all as slow (a slow switch under a whole place); nor a
+// connection whose place has too few peers to measure a spread (place_peers.hpp).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "analysis/peer_roles.hpp"
+
+namespace culprit {
+
+// One send/recv connection's send half without wire timing.
+struct SendWaitFigure {
+  size_t connection = 0;  // its index, returned with a verdict
+  uint32_t sender = 0;
+  uint64_t comm_hash = 0;
+  int32_t sender_rank = 0;
+  uint32_t receiver = 0;
+  int32_t receiver_rank = 0;
+  double per_step_ns = 0;  // SendWait per step
+  double steps = 0;
+};
+
+// A slow connection: its SendWait beyond its peers' typical one, summed over its steps, and
+// how many times its critical value its t is.
+struct SlowSendWait {
+  size_t connection = 0;
+  double excess_ns = 0;
+  double margin = 0;
+};
+
+// The links beyond their peers' spread, one (the largest) per sender and communicator.
+std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,
+                                          double false_alarm = 1e-3);
+
+}  // namespace culprit

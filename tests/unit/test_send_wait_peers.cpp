@@ -1,0 +1,59 @@
+// slow_send_waits on hand-built pipelines: a send/recv connection whose SendWait per step
+// stands far above its peers' is a slow link; the slowest of a healthy spread, and a link
+// slow like all its peers, are not (send_wait_peers.hpp).
+#include "analysis/send_wait_peers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+// Six replicated pipelines of two stages: GPU i (node i) sends to GPU 6 + i (node 6 + i)
+// over communicator 0x20 + i; `wait[i]` is that connection's SendWait per step.
+struct Pipelines {
+  Observations obs;
+  std::vector<SendWaitFigure> sends;
+
+  explicit Pipelines(const std::vector<double>& wait) {
+    std::vector<std::string> hosts;
+    for (int p = 0; p < 12; ++p) hosts.push_back("node" + std::to_string(p));
+    test::add_collective_processes(obs, 0x10, hosts);
+    for (uint32_t i = 0; i < 6; ++i) {
+      const uint64_t comm = 0x20 + i;
+      test::add_comm_ranks(obs, comm, {i, 6 + i}, /*collective=*/false);
+      EdgeSummary e;
+      e.key = {comm, 0, 1, 0, 0};
+      e.send_steps = e.recv_steps = 16;
+      e.send_bytes = e.recv_bytes = 16 * (512 << 10);
+      obs.edges.push_back(e);
+      sends.push_back({i, i, comm, 0, 6 + i, 1, wait[i], 16});
+    }
+  }
+  std::vector<SlowSendWait> judged() const { return slow_send_waits(PeerRoles(ProcessContext(obs), obs), sends); }
+};
+
+TEST(SendWaitPeers, ALinkFarSlowerThanItsPeersIsNamed) {
+  // SendWait 77-80 us per step on five links, 470 us on the sixth (a 5.7x link).
+  const auto slow = Pipelines({77e3, 80e3, 470e3, 78e3, 79e3, 76e3}).judged();
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].connection, 2u);
+  EXPECT_NEAR(slow[0].excess_ns, (470e3 - 78.5e3) * 16, 1e3 * 16);
+  EXPECT_GT(slow[0].margin, 1);
+}
+
+TEST(SendWaitPeers, TheSlowestOfAHealthySpreadIsNotNamed) {
+  EXPECT_TRUE(Pipelines({77e3, 85e3, 92e3, 78e3, 70e3, 81e3}).judged().empty());
+}
+
+TEST(SendWaitPeers, LinksAllAsSlowNameNone) {
+  // A slow switch under every link of the place: no link stands out of its peers.
+  EXPECT_TRUE(Pipelines({470e3, 480e3, 460e3, 475e3, 465e3, 470e3}).judged().empty());
+}
+
+}  // namespace
+}  // namespace culprit
