@@ -122,8 +122,8 @@ class FamilySpread {
     for (const auto* place : places_) contrasts_ += place->size() - 1;
     if (members() > kLeaveOneOutPlace) everyone_ = pair_sigma(nullptr, 0);
   }
-  // Enough contrasts besides a judged member's to measure a spread by (as a place's own
-  // needs kMinPlace - 1 others), and their degrees of freedom.
+  // Enough contrasts to measure a spread by: kMinPlace in all, kMinPlace - 1 besides the judged
+  // member's (as a place's own spread needs kMinPlace - 1 others); and their degrees of freedom.
   bool measures() const { return contrasts_ >= kMinPlace; }
   double df() const { return std::max(1.0, kPairScaleEfficiency * static_cast<double>(contrasts_ - 1)); }
   size_t members() const { return contrasts_ + places_.size(); }

@@ -68,7 +68,7 @@ TEST(PlacePeers, SmallPlacesAreJudgedInTheirFamilysSpreadAndStagesApart) {
 }
 
 TEST(PlacePeers, AFamilyOfTooFewContrastsJudgesNobody) {
-  // Two stages of two: two contrasts, one besides the judged GPU's.
+  // Two stages of two: two contrasts, one besides the judged GPU's (three are needed).
   std::vector<PeerFigure> figures = place(0, 0xa, 0xa, 1, {0, 10});
   for (const PeerFigure& f : place(2, 0xb, 0xa, 2, {1000, 1300})) figures.push_back(f);
   const auto found = peer_departures(figures);
