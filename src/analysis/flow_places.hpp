@@ -1,8 +1,11 @@
 // A communicator rank's place in the data flow, as its proxy connections show it: how many
-// connections it receives on and sends on (channels included). Ranks of one place play the
-// same part (every rank of a ring, a tree's leaves); ranks of different places do not (a
-// tree's root, its interior ranks and its leaves receive different data at different times).
-// Timing signals that depend on the part a rank plays compare ranks of one place only.
+// connections it receives on and sends on (channels included), and its part on each channel.
+// Ranks of one place play the same part (every rank of a ring, a tree's leaves); ranks of
+// different places do not (a tree's root, its interior ranks and its leaves receive different
+// data at different times). Each channel is a ring or tree of its own: a rank of NCCL's double
+// binary tree is a leaf on some channels and interior on others, so two ranks of as many
+// connections may still play different parts channel by channel. Timing signals that depend
+// on the part a rank plays compare ranks of one place only.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +20,13 @@ namespace culprit {
 struct FlowPlace {
   int receives = 0;  // connections it receives on
   int sends = 0;     // connections it sends on
+  // Per channel it uses, (connections received on, sent on) there, in order: its part channel
+  // by channel, whichever channel holds which (empty where not built from connections).
+  std::vector<std::pair<int, int>> per_channel;
   friend auto operator<=>(const FlowPlace&, const FlowPlace&) = default;
+
+  // The place without its part channel by channel: its connections' counts alone.
+  FlowPlace counts() const { return {receives, sends, {}}; }
 };
 
 // Per (communicator, rank) with a connection to another rank: its place.

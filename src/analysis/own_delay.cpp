@@ -179,7 +179,7 @@ std::set<uint64_t> communicators_of_equal_places(const Observations& obs) {
   for (const GlobalCommRank& c : obs.comm_ranks) {
     if (!c.op_samples) continue;
     auto it = place.find({c.comm_hash, c.rank});
-    places[c.comm_hash].insert(it == place.end() ? FlowPlace{} : it->second);
+    places[c.comm_hash].insert(it == place.end() ? FlowPlace{} : it->second.counts());
   }
   std::set<uint64_t> equal;
   for (const auto& [comm, kinds] : places)

@@ -21,11 +21,14 @@ struct Member {
 using Peers = std::tuple<uint64_t, FlowPlace, uint32_t, FlowPlace>;  // family, place, stage, far place
 using Groups = std::map<Peers, std::vector<Member>>;
 
-// The members of each group of peers, each with its largest figure (and largest prior).
-Groups grouped(std::span<const PeerFigure> figures) {
+// The members of each group of peers, each with its largest figure (and largest prior); by
+// their places channel by channel (`per_channel`), or by their connections' counts alone.
+Groups grouped(std::span<const PeerFigure> figures, bool per_channel) {
   std::map<std::tuple<Peers, uint32_t, uint64_t>, std::pair<double, double>> largest;
   for (const PeerFigure& f : figures) {
-    const auto key = std::make_tuple(Peers{f.family, f.place, f.stage, f.far_place}, f.process, f.comm_hash);
+    const Peers peers = per_channel ? Peers{f.family, f.place, f.stage, f.far_place}
+                                    : Peers{f.family, f.place.counts(), f.stage, f.far_place.counts()};
+    const auto key = std::make_tuple(peers, f.process, f.comm_hash);
     auto [it, added] = largest.emplace(key, std::make_pair(f.value, f.prior_sigma));
     if (!added) it->second = {std::max(it->second.first, f.value), std::max(it->second.second, f.prior_sigma)};
   }
@@ -196,7 +199,16 @@ Departures departures_of(const Groups& groups, size_t& judged) {
 
 PeerDepartures peer_departures(std::span<const PeerFigure> figures) {
   PeerDepartures out;
-  out.of = departures_of(grouped(figures), out.judged);
+  out.of = departures_of(grouped(figures, true), out.judged);
+  // A GPU whose part channel by channel leaves it too few peers to be judged by is judged
+  // among the GPUs of as many connections (one test more each).
+  bool parts = false;
+  for (const PeerFigure& f : figures)
+    parts = parts || f.place.per_channel.size() > 1 || f.far_place.per_channel.size() > 1;
+  if (!parts) return out;  // one channel: the two groupings are one
+  size_t judged_by_counts = 0;
+  for (const auto& [who, d] : departures_of(grouped(figures, false), judged_by_counts))
+    if (out.of.emplace(who, d).second) ++out.judged;
   return out;
 }
 

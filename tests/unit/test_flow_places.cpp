@@ -22,7 +22,8 @@ TEST(FlowPlaces, EveryRankOfARingHoldsOnePlace) {
     for (int32_t r = 0; r < 4; ++r) connect(obs, r, (r + 1) % 4, channel);
   const auto places = flow_places(obs);
   ASSERT_EQ(places.size(), 4u);
-  for (const auto& [rank, place] : places) EXPECT_EQ(place, (FlowPlace{2, 2}));
+  const FlowPlace ring{2, 2, {{1, 1}, {1, 1}}};  // one in, one out on each of two channels
+  for (const auto& [rank, place] : places) EXPECT_EQ(place, ring);
 }
 
 TEST(FlowPlaces, ATreesRootInteriorAndLeavesDiffer) {
@@ -34,10 +35,37 @@ TEST(FlowPlaces, ATreesRootInteriorAndLeavesDiffer) {
   }
   connect(obs, 3, 3);  // a rank's connection to itself gives it no place
   const auto places = flow_places(obs);
-  EXPECT_EQ(places.at({kComm, 0}), (FlowPlace{2, 2}));
-  EXPECT_EQ(places.at({kComm, 1}), (FlowPlace{3, 3}));
-  EXPECT_EQ(places.at({kComm, 2}), (FlowPlace{1, 1}));
-  EXPECT_EQ(places.at({kComm, 3}), (FlowPlace{1, 1}));
+  EXPECT_EQ(places.at({kComm, 0}), (FlowPlace{2, 2, {{2, 2}}}));
+  EXPECT_EQ(places.at({kComm, 1}), (FlowPlace{3, 3, {{3, 3}}}));
+  EXPECT_EQ(places.at({kComm, 2}), (FlowPlace{1, 1, {{1, 1}}}));
+  EXPECT_EQ(places.at({kComm, 3}), (FlowPlace{1, 1, {{1, 1}}}));
+}
+
+TEST(FlowPlaces, RanksOfAsManyConnectionsMayPlayOtherPartsChannelByChannel) {
+  // Two trees over ranks 0-4, one per channel. Channel 0: root 0, children 1 and 2, 1's
+  // children 3 and 4. Channel 1: root 0, one child 2, whose children are 1 and 4, and 1's
+  // child 3. Rank 1 is interior on both; rank 2 a leaf on channel 0 and interior on channel 1.
+  Observations obs;
+  auto both_ways = [&](int32_t parent, int32_t child, int32_t channel) {
+    connect(obs, parent, child, channel);
+    connect(obs, child, parent, channel);
+  };
+  both_ways(0, 1, 0);
+  both_ways(0, 2, 0);
+  both_ways(1, 3, 0);
+  both_ways(1, 4, 0);
+  both_ways(0, 2, 1);
+  both_ways(2, 1, 1);
+  both_ways(2, 4, 1);
+  both_ways(1, 3, 1);
+  const auto places = flow_places(obs);
+  // Ranks 1 and 2: five connections each way, but interior twice against leaf and interior.
+  EXPECT_EQ(places.at({kComm, 1}).counts(), (FlowPlace{5, 5, {}}));
+  EXPECT_EQ(places.at({kComm, 2}).counts(), (FlowPlace{4, 4, {}}));
+  EXPECT_EQ(places.at({kComm, 1}).per_channel, (std::vector<std::pair<int, int>>{{2, 2}, {3, 3}}));
+  EXPECT_EQ(places.at({kComm, 2}).per_channel, (std::vector<std::pair<int, int>>{{1, 1}, {3, 3}}));
+  // Ranks 3 and 4: leaves on both channels, the same place.
+  EXPECT_EQ(places.at({kComm, 3}), places.at({kComm, 4}));
 }
 
 TEST(FlowPlaces, APipelineStageIsItsSizeAndRankInEverySendRecvCommunicator) {

@@ -13,7 +13,7 @@ namespace culprit {
 namespace {
 
 constexpr uint64_t kComm = 0x5eed;
-constexpr FlowPlace kRingPlace{1, 1};
+constexpr FlowPlace kRingPlace{1, 1, {}};
 
 // Receivers 0..n-1 of one ring, each with `late[i]` (SendPeerWait less RecvWait, us per step).
 std::vector<PostingDelay> ring(const std::vector<double>& late, uint32_t stage = 0) {
@@ -48,7 +48,7 @@ TEST(LatePosters, APlaceOfFewerThanFourReceiversIsNotJudged) {
 TEST(LatePosters, OnlyReceiversOfOnePlaceAndStageAreCompared) {
   // A tree's root (it receives from two children) comes late by its place, not its speed.
   std::vector<PostingDelay> tree = ring({-450, -430, -400, -470, -480, -440});
-  tree.push_back({6, kComm, kComm, FlowPlace{2, 2}, 0, 300e3, {}});
+  tree.push_back({6, kComm, kComm, FlowPlace{2, 2, {}}, 0, 300e3, {}});
   EXPECT_TRUE(late_posters(tree).empty());
   // The GPUs of a pipeline's last stage reach the closing collective later than the first
   // stage's by the schedule: compared within their stage, nobody stands out.

@@ -36,7 +36,7 @@ TEST(PeerRoles, ReplicatedPipelinesShareAFamilyAndNumberTheirStagesApart) {
   const auto first = roles.of(0, 0x20, 0), replica = roles.of(1, 0x30, 0), second = roles.of(2, 0x20, 1);
   ASSERT_TRUE(first && replica && second);
   EXPECT_EQ(first->family, replica->family);
-  EXPECT_EQ(first->place, (FlowPlace{1, 1}));
+  EXPECT_EQ(first->place, (FlowPlace{1, 1, {{1, 1}}}));
   EXPECT_EQ(first->stage, replica->stage);
   EXPECT_NE(first->stage, second->stage);
   EXPECT_NE(first->stage, 0u);

@@ -10,7 +10,7 @@
 namespace culprit {
 namespace {
 
-constexpr FlowPlace kPlace{1, 1};
+constexpr FlowPlace kPlace{1, 1, {}};
 
 // GPUs first..first+n-1 of one place (communicator `comm`, family `family`, stage `stage`)
 // with figures `values`.
