@@ -70,12 +70,13 @@ std::vector<std::optional<double>> unexplained_per_step(std::span<const SendGpuW
   const InputLateness inputs_of(inputs);
   std::vector<std::optional<double>> out;
   for (const SendGpuWaitFact& s : sends) {
-    std::optional<double> late = inputs_of.feeding(s);
+    const std::optional<double> late = inputs_of.feeding(s);
+    std::optional<double> unexplained;
     if (late) {
-      late = s.wait_per_step_ns - std::max(0.0, *late);
-      if (s.output_late_per_step_ns >= 0) late = std::min(*late, s.output_late_per_step_ns);
+      unexplained = s.wait_per_step_ns - std::max(0.0, *late);
+      if (s.output_late_per_step_ns >= 0) unexplained = std::min(*unexplained, s.output_late_per_step_ns);
     }
-    out.push_back(late);
+    out.push_back(unexplained);
   }
   return out;
 }
