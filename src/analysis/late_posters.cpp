@@ -37,10 +37,7 @@ using Found = std::map<std::pair<uint32_t, uint64_t>, LatePoster>;
 
 // A departure's t and critical value; kept where it clears it and beats what is already kept.
 void keep_if_significant(const std::pair<uint32_t, uint64_t>& who, const PeerDeparture& d, double tail, Found& out) {
-  const std::optional<PeerOutlier> p = significant(d, tail);
-  if (!p) return;
-  auto [it, added] = out.emplace(who, *p);
-  if (!added && p->t / p->critical_t > it->second.t / it->second.critical_t) it->second = *p;
+  if (const std::optional<PeerOutlier> p = significant(d, tail)) keep_stronger(out, who, *p);
 }
 
 // A GPU that comes late to a communicator comes late as a receiver and as a sender: the sum

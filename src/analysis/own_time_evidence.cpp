@@ -49,12 +49,8 @@ std::map<uint32_t, PeerOutlier> unexplained_outliers(const PeerRoles& roles, std
   std::map<uint32_t, PeerOutlier> out;
   if (departures.judged == 0) return out;
   const double tail = kFalseAlarm / static_cast<double>(departures.judged);
-  for (const auto& [who, d] : departures.of) {
-    const std::optional<PeerOutlier> p = significant(d, tail);
-    if (!p) continue;
-    auto [it, added] = out.emplace(who.first, *p);
-    if (!added && p->t / p->critical_t > it->second.t / it->second.critical_t) it->second = *p;
-  }
+  for (const auto& [who, d] : departures.of)
+    if (const std::optional<PeerOutlier> p = significant(d, tail)) keep_stronger(out, who.first, *p);
   return out;
 }
 
@@ -102,7 +98,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
     for (const auto& [p, own] : own_time) {
       auto peer = beyond_peers.find(p);
       if (own_delay.work_measured[p] || peer == beyond_peers.end()) continue;
-      const double margin = std::min(own.margin, peer->second.t / peer->second.critical_t);
+      const double margin = std::min(own.margin, peer->second.margin());
       evidence[p].offer(own.ns, CulpritClass::kGpuProducer, std::nullopt, margin);
     }
   }

@@ -74,7 +74,16 @@ PeerDepartures peer_departures(std::span<const PeerFigure> figures);
 struct PeerOutlier {
   double t = 0;
   double critical_t = 0;
+  double margin() const { return t / critical_t; }  // how many times its critical value
 };
+
+// Keeps `p` for `who` unless an outlier of a larger margin is kept there already (a GPU judged
+// by several tests, or in several communicators, is as strong as its strongest).
+template <typename Key>
+void keep_stronger(std::map<Key, PeerOutlier>& kept, const Key& who, const PeerOutlier& p) {
+  auto [it, added] = kept.emplace(who, p);
+  if (!added && p.margin() > it->second.margin()) it->second = p;
+}
 // The departure's t and critical value where it is positive and clears it.
 std::optional<PeerOutlier> significant(const PeerDeparture& d, double tail);
 

@@ -160,7 +160,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     // Where its communicator records no RecvGpuWait (probing's exports), a GPU slow to consume
     // holds its buffers as a late one does: two classes the data cannot tell apart, each
     // taken as likely (as consumer_position.hpp takes a node's GPUs).
-    const double margin = std::min(c.credit_margin, late->second.t / late->second.critical_t);
+    const double margin = std::min(c.credit_margin, late->second.margin());
     const double share = late_posts.consumption_recorded.count(c.comm) ? 1.0 : 0.5;
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, margin, share);
   }

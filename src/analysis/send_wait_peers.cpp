@@ -42,7 +42,7 @@ std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<cons
     const SendWaitFigure& s = *slowest.at(who);
     // Its SendWait beyond its peers' typical one (the departure is of logs).
     const double excess_per_step = s.per_step_ns * (1 - std::exp(-d.excess));
-    out.push_back({s.connection, excess_per_step * s.steps, p->t / p->critical_t});
+    out.push_back({s.connection, excess_per_step * s.steps, p->margin()});
   }
   return out;
 }
