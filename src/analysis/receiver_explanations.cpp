@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/last_arrivals.hpp"
 #include "analysis/late_posters.hpp"
 #include "analysis/peer_roles.hpp"
 
@@ -102,10 +103,12 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
 }
 
 // What a late post without kernel clocks is judged by: the GPUs that came far later than
-// the others of their places (late_posters.hpp), from every connection with both halves; and
-// the communicators whose input records RecvGpuWait.
+// the others of their places (late_posters.hpp), from every connection with both halves;
+// those that every other member of a collective waited for (last_arrivals.hpp); and the
+// communicators whose input records RecvGpuWait.
 struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
+  std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> waited_for_by_all;
   std::set<uint64_t> consumption_recorded;
 };
 
@@ -125,7 +128,7 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  LatePosts out{late_posters(delays), {}};
+  LatePosts out{late_posters(delays), last_arrivals(member_waits(in.observations, in.facts, roles)), {}};
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;
@@ -154,6 +157,11 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     // wait for its credit is all that is known of it, and names it; whether it was late or
     // slow to consume, nothing tells.
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin, 0.5);
+  } else if (auto last = late_posts.waited_for_by_all.find({f.dst, c.comm});
+             last != late_posts.waited_for_by_all.end()) {
+    // Every other member of the collective waited for it, and it waited for none of them: it
+    // came last by far. A GPU slow to consume waits for its own input (last_arrivals.hpp).
+    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, std::min(c.credit_margin, last->second.margin()));
   } else if (auto late = late_posts.far_later.find({f.dst, c.comm}); late != late_posts.far_later.end()) {
     // Its own work unmeasured, it came far later than its peers: its own delay. Otherwise
     // its senders wait on it, but it may be the slowest of healthy GPUs (late_posters.hpp).

@@ -79,6 +79,17 @@ TEST(ReceiverExplanations, AReceiverThatRecordedNothingIsNamedByTheCreditItWithh
   EXPECT_DOUBLE_EQ(job.evidence[2].identified_share, 0.5);
 }
 
+// explain_receivers over a job of `n` GPUs whose own work no kernel clock measured; its evidence.
+std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t n) {
+  OwnDelay own{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}};
+  std::vector<Evidence> evidence(n);
+  std::vector<WaitEdge> holds;
+  ProcessContext ctx(obs);
+  Lanes lanes(obs, facts, ctx);
+  explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, evidence, holds);
+  return evidence;
+}
+
 TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiversOwnDelay) {
   // Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks. The receivers
   // waited 400-480 us per step for their data; receiver 6 kept its sender waiting 300 us per
@@ -97,12 +108,7 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   into_6.no_credit = true;
   into_6.anomaly[kSendPeerWait] = 300000;
   into_6.margin[kSendPeerWait] = 50;
-  OwnDelay own{std::vector<double>(8, 0.0), std::vector<double>(8, 0.0), std::vector<bool>(8, false), false, {}};
-  std::vector<Evidence> evidence(8);
-  std::vector<WaitEdge> holds;
-  ProcessContext ctx(obs);
-  Lanes lanes(obs, facts, ctx);
-  explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, evidence, holds);
+  const std::vector<Evidence> evidence = explain_unclocked(obs, facts, 8);
   EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
   EXPECT_GT(evidence[6].margin, 1);
@@ -117,10 +123,46 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   EXPECT_DOUBLE_EQ(evidence[6].identified_share, 0.5);
   // Where the communicator records consumption, a late post is not a slow consumer's.
   obs.edges[0].phase_ns[kRecvGpuWait] = 2000 * kSteps;
-  std::vector<Evidence> recorded(8);
-  holds.clear();
-  explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, recorded, holds);
-  EXPECT_DOUBLE_EQ(recorded[6].identified_share, 1.0);
+  EXPECT_DOUBLE_EQ(explain_unclocked(obs, facts, 8)[6].identified_share, 1.0);
+}
+
+TEST(ReceiverExplanations, AGpuEveryOtherMemberWaitedForIsALateGpuNotASlowConsumer) {
+  // Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks, one op per
+  // connection. Everyone waited 3.9-4.2 ms in some proxy op (a send's SendGpuWait, a
+  // receive's RecvWait) but GPU 6, which waited 0.2 ms at most: its receiver waited for its
+  // data, its sender for its credit (last_arrivals.hpp). A GPU slow to consume would have
+  // waited on its sends for its own held input: so the class is identified.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  test::add_collective_processes(obs, kComm, {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"});
+  const double waited_ms[8] = {4.0, 4.1, 3.9, 4.2, 4.0, 4.1, 0.2, 4.0};
+  for (uint32_t r = 0; r < 8; ++r) {
+    test::add_connection(obs, facts, kComm, r, (r + 1) % 8, 0, kSteps);
+    EdgeSummary& e = obs.edges.back();
+    e.send_ops = e.recv_ops = 1;
+    e.phase_ns[kSendGpuWait] = static_cast<uint64_t>(waited_ms[r] * 1e6);
+    e.phase_ns[kRecvWait] = static_cast<uint64_t>(waited_ms[(r + 1) % 8] * 1e6);
+  }
+  obs.edges[6].phase_ns[kRecvWait] = 4'000'000;  // 7 waited for 6's data
+  obs.edges[5].phase_ns[kSendGpuWait] = 0;       // 5 had its data: it waited for 6's credit
+  obs.edges[5].phase_ns[kSendPeerWait] = 4'000'000;
+  EdgeFacts& into_6 = facts[5];
+  into_6.no_credit = true;
+  into_6.anomaly[kSendPeerWait] = 400000;
+  into_6.margin[kSendPeerWait] = 50;
+  const std::vector<Evidence> evidence = explain_unclocked(obs, facts, 8);
+  EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[6].identified_share, 1.0);
+  EXPECT_GT(evidence[6].margin, 1);
+  for (uint32_t p = 0; p < 8; ++p) {
+    if (p != 6) {
+      EXPECT_FALSE(evidence[p].any()) << "process " << p;
+    }
+  }
+  // Had GPU 6 waited on its own send as the others did (a GPU slow to consume waits for its
+  // own held input), nobody would stand out, and nothing names it.
+  obs.edges[6].phase_ns[kSendGpuWait] = 4'000'000;
+  EXPECT_FALSE(explain_unclocked(obs, facts, 8)[6].any());
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {

@@ -1,0 +1,181 @@
+#include "analysis/last_arrivals.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+namespace {
+
+using Who = std::pair<uint32_t, uint64_t>;
+
+// The others' yardstick for one member: their median, and their plain sample variance.
+// Not clipped, unlike the place tests' (place_peers.hpp): healthy members' waits are the
+// collective's end less their own arrivals, which spread with their speeds far wider in the
+// tails than in the middle, and a clip would take the tails for outliers and the middle for
+// the spread. A second late member inflates the variance, which errs on the safe side.
+struct Yardstick {
+  double center = 0;
+  double variance = 0;
+  double df = 0;
+};
+
+Yardstick yardstick_of(std::vector<double> others) {
+  Yardstick y;
+  const double m = static_cast<double>(others.size());
+  double mean = 0;
+  for (double v : others) mean += v / m;
+  double squares = 0;
+  for (double v : others) squares += (v - mean) * (v - mean);
+  y.df = m - 1;
+  y.center = median_of(std::move(others));
+  // The departure from a median of m others carries that median's own sampling variance.
+  y.variance = squares / y.df * (1 + kMedianEfficiency * kMedianEfficiency / m);
+  return y;
+}
+
+// A member's deficit (how much less it waited than its group's others) in their spread, and
+// that spread's degrees of freedom; `t_wait` is the deficit of its own wait alone.
+struct Deficit {
+  double t = 0;
+  double t_wait = 0;
+  double df = 0;
+};
+
+using Groups = std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>>;
+
+// Members by communicator and stage; only those that wait as senders and as receivers.
+Groups grouped(std::span<const MemberWait> members) {
+  Groups groups;
+  for (const MemberWait& m : members)
+    if (m.sends && m.receives) groups[{m.comm_hash, m.stage}].push_back(m);
+  return groups;
+}
+
+// Whether some member of a group forwards to or gathers from several peers on one channel,
+// as a tree's do: then their parts differ in how much of the collective they wait for. On a
+// ring every member receives from one peer and sends to one per channel, and members' longest
+// waits differ only by their arrivals and noise.
+bool parts_in_hierarchy(const std::vector<MemberWait>& group) {
+  for (const MemberWait& m : group)
+    for (const auto& [receives, sends] : m.place.per_channel)
+      if (receives > 1 || sends > 1) return true;
+  return false;
+}
+
+// Member i's figure above the others' median, in their spread (with the median's own sampling
+// variance); 0 where the others show no spread.
+Deficit departure(const std::vector<double>& figures, size_t i) {
+  std::vector<double> others;
+  for (size_t j = 0; j < figures.size(); ++j)
+    if (j != i) others.push_back(figures[j]);
+  const Yardstick y = yardstick_of(std::move(others));
+  if (y.variance <= 0) return {0, 0, y.df};
+  const double t = (figures[i] - y.center) / std::sqrt(y.variance);
+  return {t, t, y.df};
+}
+
+// Each member of a group large enough, judged against the others by how much less it waited.
+// In a hierarchy, its part may make it wait less (the root of a tree waits for the reduction
+// to come up, not for the broadcast to come back down), but its neighbours do not wait on the
+// root more than on others; a late member keeps every neighbour waiting on it. There it must
+// also stand out by the least wait of a neighbour on it, the deficit being the smaller of the
+// two (two symptoms of one cause, each judged at the family-wise rate).
+std::map<Who, Deficit> deficits_of(const Groups& groups) {
+  std::map<Who, Deficit> out;
+  for (const auto& [key, group] : groups) {
+    if (group.size() < kMinPlace) continue;
+    const bool hierarchy = parts_in_hierarchy(group);
+    std::vector<double> waited_less, kept_waiting;
+    for (const MemberWait& m : group) {
+      waited_less.push_back(-m.longest_wait_ns);
+      kept_waiting.push_back(m.least_waited_on_ns);
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+      Deficit d = departure(waited_less, i);
+      if (hierarchy) d.t = std::min(d.t, departure(kept_waiting, i).t);
+      out[{group[i].process, group[i].comm_hash}] = d;
+    }
+  }
+  return out;
+}
+
+// The guard on a finding: where else its GPU is judged, it waited less than its peers too
+// (whatever its part there: a guard, not a finding).
+constexpr double kAgreeing = 0.01;
+
+bool agrees_elsewhere(const Who& who, const std::map<Who, Deficit>& deficits) {
+  for (auto it = deficits.lower_bound({who.first, 0}); it != deficits.end() && it->first.first == who.first; ++it)
+    if (it->first != who && it->second.t_wait <= critical_t(it->second.df, kAgreeing)) return false;
+  return true;
+}
+
+// A connection's halves: what its sender waited per send op (for its GPU's data, for credit,
+// on the wire) and what its receiver waited per receive op (for the data, for the flush).
+double sending_wait_per_op(const EdgeSummary& e) {
+  const uint64_t* ns = e.phase_ns;
+  return static_cast<double>(ns[kSendGpuWait] + ns[kSendPeerWait] + ns[kSendWait]) / static_cast<double>(e.send_ops);
+}
+double receiving_wait_per_op(const EdgeSummary& e) {
+  return static_cast<double>(e.phase_ns[kRecvWait] + e.phase_ns[kRecvFlushWait]) / static_cast<double>(e.recv_ops);
+}
+
+constexpr double kNoNeighbour = std::numeric_limits<double>::infinity();
+
+// One half of a connection offered to its member: its own wait, and the other half's wait on
+// it where that half was recorded.
+void offer_half(MemberWait& m, double own, std::optional<double> neighbour) {
+  m.longest_wait_ns = std::max(m.longest_wait_ns, own);
+  if (neighbour) m.least_waited_on_ns = std::min(m.least_waited_on_ns, *neighbour);
+}
+
+}  // namespace
+
+std::vector<MemberWait> member_waits(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                                     const PeerRoles& roles) {
+  std::map<Who, MemberWait> members;
+  auto member = [&](uint32_t process, uint64_t comm, int32_t rank) -> MemberWait* {
+    const std::optional<PeerRole> role = roles.of(process, comm, rank);
+    if (!role) return nullptr;
+    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false};
+    return &members.try_emplace({process, comm}, fresh).first->second;
+  };
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    const EdgeSummary& e = observations.edges[i];
+    if (f.p2p || f.src == f.dst) continue;
+    const bool sent = f.view.has_send && e.send_ops > 0, received = f.view.has_recv && e.recv_ops > 0;
+    const std::optional<double> sending = sent ? std::optional(sending_wait_per_op(e)) : std::nullopt;
+    const std::optional<double> receiving = received ? std::optional(receiving_wait_per_op(e)) : std::nullopt;
+    if (MemberWait* m = sent ? member(f.src, e.key.comm_hash, e.key.src_rank) : nullptr) {
+      m->sends = true;
+      offer_half(*m, *sending, receiving);
+    }
+    if (MemberWait* m = received ? member(f.dst, e.key.comm_hash, e.key.dst_rank) : nullptr) {
+      m->receives = true;
+      offer_half(*m, *receiving, sending);
+    }
+  }
+  std::vector<MemberWait> out;
+  for (const auto& [who, m] : members)
+    if (m.least_waited_on_ns != kNoNeighbour) out.push_back(m);  // no neighbour's half recorded: not judged
+  return out;
+}
+
+std::map<Who, PeerOutlier> last_arrivals(std::span<const MemberWait> members, double false_alarm) {
+  const std::map<Who, Deficit> deficits = deficits_of(grouped(members));
+  std::map<Who, PeerOutlier> out;
+  if (deficits.empty()) return out;
+  const double tail = false_alarm / static_cast<double>(deficits.size());
+  for (const auto& [who, d] : deficits) {
+    const PeerOutlier p{d.t, critical_t(d.df, tail)};
+    if (p.t > p.critical_t && agrees_elsewhere(who, deficits)) out.emplace(who, p);
+  }
+  return out;
+}
+
+}  // namespace culprit

@@ -1,0 +1,89 @@
+// Evidence pass for inputs without GPU kernel clocks (probing's exports without coll_perf):
+// the member of a collective that every other member waited for.
+//
+// In a collective whose every output needs every member's input (AllReduce, AllGather,
+// ReduceScatter), no member finishes before the last one has arrived and done its part, and
+// the members finish close together. So a member's longest wait in one of its proxy ops, the
+// time it spent there on anything but its own work, is about the collective's end less its
+// own arrival: the last member to arrive waits least, and one that came later than the
+// others by d leaves every other member waiting about d longer than it on some connection
+// (its data, or the credit it withholds, reaches them all). Unlike a connection's figure
+// (late_posters.hpp), this needs no peers of the same place: every member of the
+// communicator waits for the same last arrival, whatever its part. Members of different
+// pipeline stages reach a collective of all GPUs at times their schedule sets, so only the
+// members of one stage are compared.
+//
+// Every job has a last member, and a healthy one comes last by its speed and its noise: only
+// a deficit far beyond the spread of the other members' longest waits (their median and
+// sample variance, leaving the judged member out; one-sided Student t, family-wise over every
+// member judged) names it. Three things besides lateness make a member wait less, and each
+// is kept out:
+//   - Its part: the root of a tree waits for the reduction to come up, not for the broadcast
+//     to come back down. But its neighbours do not wait on it more than on others, while a
+//     late member keeps every neighbour waiting on it. Where some member forwards to or
+//     gathers from several peers on one channel (a tree; on a ring each has one of each), a
+//     member must also stand out by the least wait of a neighbour on it. In simulated healthy
+//     trees the longest wait alone stood out at t 13.4 (six members) and 5.9 (16 members of
+//     one connection count in a tree of 66); in 24 more the smaller of the two at 3.5 at most.
+//   - A hold the input does not record: without RecvGpuWait, the time a receiver held its
+//     buffers (consuming slowly, or blocked by a slow GPU of its node over NVLink) is no wait.
+//     A member is judged only where it both sends and receives on recorded connections: a
+//     held GPU then waits on its sends for its own blocked input.
+//   - A late exit from the collective before: the GPU just past a slow link finishes a ring
+//     last and so reaches the next collective last, waiting less there with no fault of its
+//     own. A GPU slow in its own work comes late to each collective that follows its own
+//     compute, so one judged in several communicators must wait less than its peers in each
+//     of them, significant on its own at 1 % where not the finding (a guard, not a test:
+//     the family-wise rate is the findings').
+// A GPU slow to consume or a slow link behind a sender does not stand out here: the consumer
+// waits for its own input, which its own withheld credit holds back, and a slow link's sender
+// waits on the wire (SendWait); both wait as long as their peers.
+//
+// What it cannot tell apart: a late member of a collective in which outputs do not need
+// every input (Broadcast, Reduce: their root never waits); the communicator's window sums do
+// not say which collective a wait came from, so such a communicator's root could stand out.
+// Nothing is judged in a group of fewer than four members (place_peers.hpp, kMinPlace), nor a
+// member that only sends or only receives over the network there (one GPU per node of a ring
+// is its entry, another its exit, on a channel).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "analysis/connection_facts.hpp"
+#include "analysis/peer_roles.hpp"
+#include "analysis/place_peers.hpp"  // PeerOutlier, kMinPlace
+
+namespace culprit {
+
+// One member's longest wait per op in one collective communicator: over its recorded
+// connections there, the largest of its sends' SendGpuWait + SendPeerWait + SendWait and its
+// receives' RecvWait + RecvFlushWait, per op. `least_waited_on_ns`: over the same connections,
+// the least that the other end's half waited per op. `stage`: its pipeline stage (0: none);
+// `place`: its part there; `sends`/`receives`: whether it recorded a half of each kind.
+struct MemberWait {
+  uint32_t process = 0;
+  uint64_t comm_hash = 0;
+  uint32_t stage = 0;
+  FlowPlace place;
+  double longest_wait_ns = 0;
+  double least_waited_on_ns = 0;
+  bool sends = false;
+  bool receives = false;
+};
+
+// Every member of a collective communicator with a role there and a neighbour's half recorded,
+// from the halves of the connections it recorded (send/recv connections are left out).
+std::vector<MemberWait> member_waits(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                                     const PeerRoles& roles);
+
+// Per (process, communicator): the members that waited significantly less than the others of
+// their communicator and stage, and less in every other communicator they are judged
+// in, at a family-wise false alarm rate of `false_alarm` over every member judged.
+std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals(std::span<const MemberWait> members,
+                                                                   double false_alarm = 1e-3);
+
+}  // namespace culprit

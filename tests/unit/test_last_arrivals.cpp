@@ -1,0 +1,126 @@
+// last_arrivals on hand-built members: the member that every other one waited for is named;
+// the last of a healthy spread, a member that only receives, one that waits less by its part
+// in a tree, and one that came late to one communicator only are not (last_arrivals.hpp).
+#include "analysis/last_arrivals.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0x5eed;
+// A ring member on two channels: one receive and one send on each.
+const FlowPlace kRingPart{2, 2, {{1, 1}, {1, 1}}};
+// A tree's member that gathers from two children and sends to its parent on one channel.
+const FlowPlace kTreeInterior{3, 3, {{1, 1}, {2, 2}}};
+const FlowPlace kTreeLeaf{2, 2, {{1, 1}, {1, 1}}};
+
+// Members 0..n-1 of one communicator, member i with longest wait `wait[i]` and least wait of a
+// neighbour on it `waited_on[i]` (ms per op), both halves recorded.
+std::vector<MemberWait> members(const std::vector<double>& wait, const std::vector<double>& waited_on,
+                                const FlowPlace& part = kRingPart, uint64_t comm = kComm, uint32_t stage = 0) {
+  std::vector<MemberWait> out;
+  for (size_t i = 0; i < wait.size(); ++i)
+    out.push_back({static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true});
+  return out;
+}
+
+TEST(LastArrivals, TheMemberEveryOtherWaitedForIsNamed) {
+  // A simulated probing export of two nodes of four GPUs (a tree on six channels, GPU 0 2.9x
+  // slower, the job twice as slow): GPU 0 waited 0.24 ms per op at most, the others 2.2-4.2.
+  const std::vector<double> wait = {0.24, 4.2, 4.0, 4.0, 4.1, 4.2, 4.2, 3.9};
+  const std::vector<double> waited_on = {3.9, 0.5, 0.5, 0.4, 0.4, 0.5, 0.5, 0.4};
+  const auto found = last_arrivals(members(wait, waited_on));
+  ASSERT_EQ(found.size(), 1u);
+  const PeerOutlier& p = found.at({0, kComm});
+  EXPECT_GT(p.t, p.critical_t);
+  EXPECT_GT(p.margin(), 3);
+}
+
+TEST(LastArrivals, TheLastOfAHealthySpreadIsNotNamed) {
+  // Waits spread by the members' arrivals: the last one waits least, by their spread.
+  const std::vector<double> wait = {5.03, 6.84, 6.95, 6.99, 7.13, 7.18, 8.83, 9.96, 4.16};
+  EXPECT_TRUE(last_arrivals(members(wait, std::vector<double>(wait.size(), 0.5))).empty());
+}
+
+TEST(LastArrivals, FewerThanFourMembersOrNoSpreadAreNotJudged) {
+  EXPECT_TRUE(last_arrivals(members({4.0, 4.1, 0.2}, {0.4, 0.4, 4.0})).empty());
+  EXPECT_TRUE(last_arrivals(members({4.0, 4.0, 4.0, 4.0, 0.2}, {0.4, 0.4, 0.4, 0.4, 4.0})).empty());
+}
+
+TEST(LastArrivals, AMemberThatOnlyReceivesIsNotJudged) {
+  // Without RecvGpuWait, the time a receiver held its buffers is no wait: a GPU blocked by a
+  // slow consumer of its node over NVLink looks as if it waited for nothing.
+  std::vector<MemberWait> ring = members({0.24, 4.2, 4.0, 4.0, 4.1, 4.2, 4.2, 3.9}, std::vector<double>(8, 0.5));
+  ring[0].sends = false;
+  EXPECT_TRUE(last_arrivals(ring).empty());
+  ring[0].sends = true;
+  EXPECT_EQ(last_arrivals(ring).count({0, kComm}), 1u);
+}
+
+TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
+  // The root of a tree waits for the reduction only: less than the leaves by its part, but
+  // its neighbours did not wait on it more than on the others. Not named.
+  std::vector<MemberWait> tree =
+      members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true});
+  EXPECT_TRUE(last_arrivals(tree).empty());
+  // A late member of the same tree keeps every neighbour waiting on it.
+  tree.back().least_waited_on_ns = 2.0e6;
+  tree.back().longest_wait_ns = 0.2e6;
+  EXPECT_EQ(last_arrivals(tree).count({8, kComm}), 1u);
+  // On a ring (no member gathers from several peers on a channel) the wait alone judges.
+  std::vector<MemberWait> ring =
+      members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15, 0.9}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3, 0.3});
+  EXPECT_EQ(last_arrivals(ring).count({8, kComm}), 1u);
+}
+
+TEST(LastArrivals, AMemberLateToOneCommunicatorOnlyIsNotNamed) {
+  // The GPU just past a slow link finishes a ring last and reaches the next collective
+  // (another communicator) last: it waited less there, and as much as its peers in the ring.
+  std::vector<MemberWait> job = members({1.6, 3.3, 3.4, 3.4, 3.5, 3.5, 3.5, 3.6}, std::vector<double>(8, 0.5));
+  const std::vector<double> ring_wait = {2.2, 2.15, 2.2, 2.1, 2.25, 2.2, 2.18, 2.22};
+  for (MemberWait m : members(ring_wait, std::vector<double>(8, 0.5), kRingPart, 0xbeef)) job.push_back(m);
+  EXPECT_TRUE(last_arrivals(job).empty());
+  // A GPU slow in its own work is late to both: named in each.
+  job[8].longest_wait_ns = 1.2e6;
+  const auto found = last_arrivals(job);
+  EXPECT_EQ(found.count({0, kComm}), 1u);
+  EXPECT_EQ(found.count({0, 0xbeefULL}), 1u);
+}
+
+TEST(LastArrivals, OnlyMembersOfOneStageAreCompared) {
+  // A pipeline's last stage reaches the closing collective of all GPUs later by its
+  // schedule, so waits less there: compared within their stage, nobody stands out.
+  std::vector<MemberWait> job = members({4.0, 4.1, 4.2, 3.9}, std::vector<double>(4, 0.5), kRingPart, kComm, 1);
+  for (MemberWait m : members({0.5, 0.6, 0.55, 0.45}, std::vector<double>(4, 0.5), kRingPart, kComm, 2)) {
+    m.process += 4;
+    job.push_back(m);
+  }
+  EXPECT_TRUE(last_arrivals(job).empty());
+}
+
+TEST(LastArrivals, HealthyRingsRaiseFewAlarms) {
+  // 2000 rings of 16 GPUs whose arrivals spread by 0.3 ms, each waiting for the last one
+  // plus 0.1 ms of noise: built for one alarm in a thousand jobs.
+  std::mt19937 rng(11);
+  std::normal_distribution<double> arrival(0, 0.3), noise(0, 0.1);
+  int alarms = 0;
+  for (int job = 0; job < 2000; ++job) {
+    std::vector<double> a, wait;
+    for (int r = 0; r < 16; ++r) a.push_back(arrival(rng));
+    const double last = *std::max_element(a.begin(), a.end());
+    for (double x : a) wait.push_back(2.0 + last - x + noise(rng));
+    alarms += last_arrivals(members(wait, std::vector<double>(16, 0.5))).empty() ? 0 : 1;
+  }
+  std::printf("healthy rings of 16 GPUs with a last arrival named: %d of 2000\n", alarms);
+  EXPECT_LE(alarms, 8);
+}
+
+}  // namespace
+}  // namespace culprit
