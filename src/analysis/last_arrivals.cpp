@@ -67,16 +67,32 @@ bool parts_in_hierarchy(const std::vector<MemberWait>& group) {
   return false;
 }
 
-// Member i's figure above the others' median, in their spread (with the median's own sampling
-// variance); 0 where the others show no spread.
-Deficit departure(const std::vector<double>& figures, size_t i) {
+// Member i's figure above the others' median, its sigma (the others' spread with the median's
+// own sampling variance) and degrees of freedom; sigma 0 where the others show no spread.
+WaitDeficit departure(const std::vector<double>& figures, size_t i) {
   std::vector<double> others;
   for (size_t j = 0; j < figures.size(); ++j)
     if (j != i) others.push_back(figures[j]);
   const Yardstick y = yardstick_of(std::move(others));
-  if (y.variance <= 0) return {0, 0, y.df};
-  const double t = (figures[i] - y.center) / std::sqrt(y.variance);
-  return {t, t, y.df};
+  return {figures[i] - y.center, y.variance > 0 ? std::sqrt(y.variance) : 0, y.df};
+}
+
+double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
+
+// Calls `judge(member, waited_less, kept_waiting)` for each member of a group large enough:
+// its departures by how much less it waited, and by the least wait of a neighbour on it.
+template <typename Judge>
+void for_each_judged(const Groups& groups, Judge judge) {
+  for (const auto& [key, group] : groups) {
+    if (group.size() < kMinPlace) continue;
+    std::vector<double> waited_less, kept_waiting;
+    for (const MemberWait& m : group) {
+      waited_less.push_back(-m.longest_wait_ns);
+      kept_waiting.push_back(m.least_waited_on_ns);
+    }
+    for (size_t i = 0; i < group.size(); ++i)
+      judge(group, i, departure(waited_less, i), departure(kept_waiting, i));
+  }
 }
 
 // Each member of a group large enough, judged against the others by how much less it waited.
@@ -87,20 +103,14 @@ Deficit departure(const std::vector<double>& figures, size_t i) {
 // two (two symptoms of one cause, each judged at the family-wise rate).
 std::map<Who, Deficit> deficits_of(const Groups& groups) {
   std::map<Who, Deficit> out;
-  for (const auto& [key, group] : groups) {
-    if (group.size() < kMinPlace) continue;
-    const bool hierarchy = parts_in_hierarchy(group);
-    std::vector<double> waited_less, kept_waiting;
-    for (const MemberWait& m : group) {
-      waited_less.push_back(-m.longest_wait_ns);
-      kept_waiting.push_back(m.least_waited_on_ns);
-    }
-    for (size_t i = 0; i < group.size(); ++i) {
-      Deficit d = departure(waited_less, i);
-      if (hierarchy) d.t = std::min(d.t, departure(kept_waiting, i).t);
-      out[{group[i].process, group[i].comm_hash}] = d;
-    }
-  }
+  std::map<std::pair<uint64_t, uint32_t>, bool> hierarchy;
+  for (const auto& [key, group] : groups) hierarchy[key] = parts_in_hierarchy(group);
+  for_each_judged(groups, [&](const std::vector<MemberWait>& group, size_t i, const WaitDeficit& waited_less,
+                              const WaitDeficit& kept_waiting) {
+    Deficit d{t_of(waited_less), t_of(waited_less), waited_less.df};
+    if (hierarchy[{group[i].comm_hash, group[i].stage}]) d.t = std::min(d.t, t_of(kept_waiting));
+    out[{group[i].process, group[i].comm_hash}] = d;
+  });
   return out;
 }
 
@@ -163,6 +173,15 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   std::vector<MemberWait> out;
   for (const auto& [who, m] : members)
     if (m.least_waited_on_ns != kNoNeighbour) out.push_back(m);  // no neighbour's half recorded: not judged
+  return out;
+}
+
+std::map<Who, WaitDeficit> wait_deficits(std::span<const MemberWait> members) {
+  std::map<Who, WaitDeficit> out;
+  for_each_judged(grouped(members), [&](const std::vector<MemberWait>& group, size_t i, const WaitDeficit& waited_less,
+                                        const WaitDeficit&) {
+    out[{group[i].process, group[i].comm_hash}] = waited_less;
+  });
   return out;
 }
 

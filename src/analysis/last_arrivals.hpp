@@ -80,6 +80,19 @@ struct MemberWait {
 std::vector<MemberWait> member_waits(const Observations& observations, const std::vector<EdgeFacts>& facts,
                                      const PeerRoles& roles);
 
+// A judged member's longest wait per op below its group's others' median (negative: above),
+// that departure's sigma (their spread, with the median's own sampling variance; 0: they show
+// none) and its degrees of freedom.
+struct WaitDeficit {
+  double deficit_ns = 0;
+  double sigma_ns = 0;
+  double df = 0;
+};
+
+// Per (process, communicator) judged (both halves recorded, four members or more of its
+// communicator and stage): its wait deficit, whatever its size.
+std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits(std::span<const MemberWait> members);
+
 // Per (process, communicator): the members that waited significantly less than the others of
 // their communicator and stage, and less in every other communicator they are judged
 // in, at a family-wise false alarm rate of `false_alarm` over every member judged.

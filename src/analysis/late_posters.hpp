@@ -20,8 +20,9 @@
 // a slow link is late on its sending side only.
 //
 // What it cannot tell apart: a slow consumer from a late GPU (probing records no
-// RecvGpuWait: both hold their buffers, and both send late); nor a GPU whose peers cannot
-// measure a spread (place_peers.hpp: a pipeline of one GPU per stage).
+// RecvGpuWait: both hold their buffers, and both send late; withheld_credit.hpp tells them
+// apart by the GPU's own wait where that is judged); nor a GPU whose peers cannot measure a
+// spread (place_peers.hpp: a pipeline of one GPU per stage).
 #pragma once
 
 #include <cstddef>

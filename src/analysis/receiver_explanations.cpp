@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "analysis/last_arrivals.hpp"
 #include "analysis/late_posters.hpp"
+#include "analysis/withheld_credit.hpp"
 #include "analysis/peer_roles.hpp"
 
 namespace culprit {
@@ -104,11 +106,13 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
 
 // What a late post without kernel clocks is judged by: the GPUs that came far later than
 // the others of their places (late_posters.hpp), from every connection with both halves;
-// those that every other member of a collective waited for (last_arrivals.hpp); and the
+// those that every other member of a collective waited for (last_arrivals.hpp); every judged
+// member's wait deficit, which tells a late post from a hold (withheld_credit.hpp); and the
 // communicators whose input records RecvGpuWait.
 struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> waited_for_by_all;
+  std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits;
   std::set<uint64_t> consumption_recorded;
 };
 
@@ -128,10 +132,35 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  LatePosts out{late_posters(delays), last_arrivals(member_waits(in.observations, in.facts, roles)), {}};
+  const std::vector<MemberWait> members = member_waits(in.observations, in.facts, roles);
+  LatePosts out{late_posters(delays), last_arrivals(members), wait_deficits(members), {}};
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;
+}
+
+// Credit withheld far beyond the receiver's peers, as its own evidence. Where its
+// communicator records RecvGpuWait, a hold would show there: a late post. Where not (probing's
+// exports), a GPU slow to consume holds its buffers as a late one withholds them, and its own
+// wait tells which (withheld_credit.hpp); where it does not, two classes the data cannot tell
+// apart, each taken as likely (as consumer_position.hpp takes a node's GPUs).
+void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const LatePosts& late_posts, double weight,
+                           double margin, ReceiverTimes& times) {
+  const uint32_t receiver = c.facts.dst;
+  if (late_posts.consumption_recorded.count(c.comm)) {
+    times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin);
+    return;
+  }
+  const EdgeSummary& e = in.observations.edges[c.index];
+  const double withheld_per_op = e.send_ops > 0 ? weight / static_cast<double>(e.send_ops) : 0;
+  std::optional<WaitDeficit> deficit;
+  if (auto d = late_posts.wait_deficits.find({receiver, c.comm}); d != late_posts.wait_deficits.end())
+    deficit = d->second;
+  switch (why_credit_withheld(withheld_per_op, deficit)) {
+    case WithheldBy::kLatePost: times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin); break;
+    case WithheldBy::kHeldBuffers: times.offer(receiver, c.comm, weight, CulpritClass::kGpuConsumer, margin); break;
+    case WithheldBy::kUnknown: times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin, 0.5); break;
+  }
 }
 
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
@@ -163,14 +192,11 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     // came last by far. A GPU slow to consume waits for its own input (last_arrivals.hpp).
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, std::min(c.credit_margin, last->second.margin()));
   } else if (auto late = late_posts.far_later.find({f.dst, c.comm}); late != late_posts.far_later.end()) {
-    // Its own work unmeasured, it came far later than its peers: its own delay. Otherwise
-    // its senders wait on it, but it may be the slowest of healthy GPUs (late_posters.hpp).
-    // Where its communicator records no RecvGpuWait (probing's exports), a GPU slow to consume
-    // holds its buffers as a late one does: two classes the data cannot tell apart, each
-    // taken as likely (as consumer_position.hpp takes a node's GPUs).
+    // Its own work unmeasured, it withheld credit far beyond its peers: its own delay.
+    // Otherwise its senders wait on it, but it may be the slowest of healthy GPUs
+    // (late_posters.hpp).
     const double margin = std::min(c.credit_margin, late->second.margin());
-    const double share = late_posts.consumption_recorded.count(c.comm) ? 1.0 : 0.5;
-    times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, margin, share);
+    offer_withheld_credit(c, in, late_posts, weight, margin, times);
   }
 }
 

@@ -13,11 +13,12 @@
 //     whatever the node sends next);
 //   - node_interior: another GPU of its node is late by its own kernels, it waits on them;
 //   - else its own evidence: flush, gpu_consumer, or gpu_producer (a late post) where every
-//     other member of its collective waited for it (last_arrivals.hpp), where it came far
-//     later than the receivers of its place (late_posters.hpp; without RecvGpuWait one of two
-//     classes), or where it recorded nothing of the connection (its node sent no data: the
-//     credit is all that is known of it); a late post within their spread is a wait on it,
-//     and no evidence.
+//     other member of its collective waited for it (last_arrivals.hpp), where it withheld
+//     credit far beyond the receivers of its place (late_posters.hpp; without RecvGpuWait
+//     its own wait tells a late post from a hold of its buffers, gpu_consumer, where judged,
+//     withheld_credit.hpp, else one of two classes), or where it recorded nothing of the
+//     connection (its node sent no data: the credit is all that is known of it); a late post
+//     within their spread is a wait on it, and no evidence.
 // A slow flush or consumption without withheld credit is the receiver's own evidence unless
 // its lane is backpressured. A receiver's own time is the longest over the channels of each
 // communicator (they run side by side), summed over its communicators (their collectives run

@@ -90,17 +90,22 @@ std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vect
   return evidence;
 }
 
-TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiversOwnDelay) {
-  // Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks. The receivers
-  // waited 400-480 us per step for their data; receiver 6 kept its sender waiting 300 us per
-  // step for credit and found its data there: it came far later than all the others.
-  Observations obs;
-  std::vector<EdgeFacts> facts;
+// Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks. The receivers
+// waited 400-480 us per step for their data; receiver 6 kept its sender waiting 300 us per
+// step for credit and found its data there: it withheld credit far beyond all the others.
+// Where `longest_ms` is given, GPU r waited that long per op (one op per connection) on its
+// send and GPU r + 1 on its receive from r.
+void ring_withholding_at_6(Observations& obs, std::vector<EdgeFacts>& facts, const double* longest_ms = nullptr) {
   test::add_collective_processes(obs, kComm, {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"});
   const double waited_us[8] = {450, 430, 400, 470, 480, 440, 0, 420};
   for (uint32_t r = 0; r < 8; ++r) {
     EdgeFacts& f = test::add_connection(obs, facts, kComm, r, (r + 1) % 8, 0, kSteps);
     f.view.step_ns[kRecvWait] = waited_us[(r + 1) % 8] * 1000;
+    if (!longest_ms) continue;
+    EdgeSummary& e = obs.edges.back();
+    e.send_ops = e.recv_ops = 1;
+    e.phase_ns[kSendGpuWait] = static_cast<uint64_t>(longest_ms[r] * 1e6);
+    e.phase_ns[kRecvWait] = static_cast<uint64_t>(longest_ms[(r + 1) % 8] * 1e6);
   }
   EdgeFacts& into_6 = facts[5];
   into_6.view.step_ns[kRecvWait] = 5000;
@@ -108,6 +113,13 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   into_6.no_credit = true;
   into_6.anomaly[kSendPeerWait] = 300000;
   into_6.margin[kSendPeerWait] = 50;
+}
+
+TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiversOwnDelay) {
+  // Receiver 6 came far later than all the others (ring_withholding_at_6).
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  ring_withholding_at_6(obs, facts);
   const std::vector<Evidence> evidence = explain_unclocked(obs, facts, 8);
   EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
@@ -163,6 +175,26 @@ TEST(ReceiverExplanations, AGpuEveryOtherMemberWaitedForIsALateGpuNotASlowConsum
   // own held input), nobody would stand out, and nothing names it.
   obs.edges[6].phase_ns[kSendGpuWait] = 4'000'000;
   EXPECT_FALSE(explain_unclocked(obs, facts, 8)[6].any());
+}
+
+TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuThatWaitedAsTheyDidIsAHold) {
+  // The ring of ring_withholding_at_6, GPU 6 holding its buffers: it withheld credit far
+  // beyond its place's peers (late_posters.hpp) and waited on its send as long as the others
+  // (withheld_credit.hpp): a slow consumer, not a late post.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  const double longest_ms[8] = {4.0, 4.1, 3.9, 4.2, 4.0, 4.1, 4.05, 4.0};
+  ring_withholding_at_6(obs, facts, longest_ms);
+  const std::vector<Evidence> evidence = explain_unclocked(obs, facts, 8);
+  EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(evidence[6].identified_share, 1.0);
+  EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
+  // Had it waited 3.5 ms less than its peers, the 3 ms of credit per op it withheld would be
+  // a late post.
+  obs.edges[5].phase_ns[kRecvWait] = obs.edges[6].phase_ns[kSendGpuWait] = 500'000;
+  const std::vector<Evidence> late = explain_unclocked(obs, facts, 8);
+  EXPECT_EQ(late[6].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(late[6].identified_share, 1.0);
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {

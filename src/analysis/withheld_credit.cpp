@@ -1,0 +1,17 @@
+#include "analysis/withheld_credit.hpp"
+
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+
+WithheldBy why_credit_withheld(double withheld_per_op_ns, const std::optional<WaitDeficit>& deficit, double level) {
+  if (!deficit || deficit->sigma_ns <= 0 || withheld_per_op_ns <= 0) return WithheldBy::kUnknown;
+  // How far the deficit stands from the point between the two hypotheses (0 and W), in its spread.
+  const double t = (deficit->deficit_ns - withheld_per_op_ns / 2) / deficit->sigma_ns;
+  const double critical = critical_t(deficit->df, level);
+  if (t > critical) return WithheldBy::kLatePost;
+  if (t < -critical) return WithheldBy::kHeldBuffers;
+  return WithheldBy::kUnknown;
+}
+
+}  // namespace culprit

@@ -1,0 +1,45 @@
+// Explanation rule for inputs without RecvGpuWait (probing's exports): why a receiver that
+// withheld credit far beyond its peers (late_posters.hpp) did so, from how long it waited
+// itself (last_arrivals.hpp).
+//
+// A receiver withholds its buffers' credit either because it posted them late (it came late
+// to the collective: its own work, or its program elsewhere) or because it held them after the
+// data came (it consumes slowly, or a GPU of its node that it feeds over NVLink does). The two
+// leave different marks on its own waits. A GPU that came late by W found everything ready:
+// it waited about W less than the other members of its collective at most (they all waited
+// for it). A GPU that holds its buffers came on time and waits on its sends for its own
+// input, which its withheld credit holds back: it waited as long as the others. So the credit
+// it withheld per op (W, beyond its communicator's baseline) and its wait deficit D (how much
+// less than its peers' median it waited at most per op) decide: D near W is a late post, D
+// near 0 a hold. Each is taken where D stands beyond W / 2, the point between the two, on its
+// side, by the critical value of the deficit's spread at 1 %; otherwise nothing decides.
+//
+// On eight randomized probing seeds, the slow GPUs named by the credit they withheld waited
+// D = 0.9-2.8 W less than their peers where they withheld it (W 1.7-28 ms per op, spread
+// 0.06-4 ms); the slow consumers D = -0.45 to 0.1 W (one, in the data-parallel communicator of
+// a tree+dp job, 5 W against a spread of 2.5 W: undecided).
+//
+// What it cannot tell apart: a GPU that holds its buffers from one that feeds a slow GPU of
+// its node over NVLink (both hold; hidden_consumers.hpp weighs that), nor anything of a
+// receiver that is not judged for its wait (one that only receives over the network there, or
+// a communicator of fewer than four such members).
+#pragma once
+
+#include <optional>
+
+#include "analysis/last_arrivals.hpp"
+
+namespace culprit {
+
+enum class WithheldBy {
+  kUnknown,  // nothing decides: one of the two, each taken as likely
+  kLatePost,
+  kHeldBuffers,
+};
+
+// `withheld_per_op_ns`: the credit the receiver withheld per op beyond its communicator's
+// baseline; `deficit`: its wait deficit in that communicator, where judged.
+WithheldBy why_credit_withheld(double withheld_per_op_ns, const std::optional<WaitDeficit>& deficit,
+                               double level = 0.01);
+
+}  // namespace culprit
