@@ -105,9 +105,10 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
   const auto& measured = own_delay.work_measured;
   if (std::none_of(measured.begin(), measured.end(), [](bool m) { return m; }) && !obs.edges.empty())
     notes.push_back("no GPU kernel windows in the input (KernelCh with StopGpuClk, nccl.coll_perf): a GPU's own "
-                    "work is judged by its SendGpuWait beyond what its inputs' arrival explains, and a late post of "
-                    "its buffers, each only where it stands far beyond its peers' (the slowest healthy GPU waits "
-                    "and posts late too)");
+                    "work is judged by its SendGpuWait beyond what its inputs' arrival explains, by a late post of "
+                    "its buffers (told from a hold by its own waits) and by how much less than its collective's "
+                    "other members it waited, each only where it stands far beyond its peers' (the slowest healthy "
+                    "GPU waits less and posts late too)");
 }
 
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {
