@@ -79,7 +79,7 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
 
-// Calls `judge(member, waited_less, kept_waiting)` for each member of a group large enough:
+// Calls `judge(group, i, waited_less, kept_waiting)` for member i of each group large enough:
 // its departures by how much less it waited, and by the least wait of a neighbour on it.
 template <typename Judge>
 void for_each_judged(const Groups& groups, Judge judge) {

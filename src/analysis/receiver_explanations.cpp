@@ -8,8 +8,8 @@
 
 #include "analysis/last_arrivals.hpp"
 #include "analysis/late_posters.hpp"
-#include "analysis/withheld_credit.hpp"
 #include "analysis/peer_roles.hpp"
+#include "analysis/withheld_credit.hpp"
 
 namespace culprit {
 namespace {
