@@ -27,6 +27,7 @@
 #include "analysis/own_delay.hpp"
 #include "analysis/own_time_evidence.hpp"
 #include "analysis/own_time_roots.hpp"
+#include "analysis/peer_roles.hpp"
 #include "analysis/receiver_explanations.hpp"
 #include "analysis/sequence_hang.hpp"
 
@@ -132,9 +133,10 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   std::vector<WaitEdge> holds;
   Lanes lanes(obs, facts.edges, context);
   offer_slow_wires(obs, facts.edges, evidence);
-  offer_slow_send_waits(obs, context, facts.edges, evidence);
-  explain_receivers({obs, facts.edges, context, lanes, own_delay}, cfg, evidence, holds);
-  offer_unexplained_send_gpu_wait(obs, context, facts.edges, own_delay, evidence, out.notes);
+  const LazyPeerRoles roles(context, obs);  // built only by an input without kernel clocks or wire timing
+  offer_slow_send_waits(obs, roles, facts.edges, evidence);
+  explain_receivers({obs, facts.edges, context, lanes, own_delay, roles}, cfg, evidence, holds);
+  offer_unexplained_send_gpu_wait(obs, context, roles, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);
   mark_hangs(obs, context, in_flight, evidence);

@@ -38,12 +38,11 @@ Yardstick yardstick_of(std::vector<double> others) {
   return y;
 }
 
-// A member's deficit (how much less it waited than its group's others) in their spread, and
-// that spread's degrees of freedom; `t_wait` is the deficit of its own wait alone.
+// A member's wait deficit, and its t as judged (in a hierarchy, the smaller of its wait's and
+// its neighbours' wait's).
 struct Deficit {
+  WaitDeficit wait;
   double t = 0;
-  double t_wait = 0;
-  double df = 0;
 };
 
 using Groups = std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>>;
@@ -79,22 +78,6 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
 
-// Calls `judge(group, i, waited_less, kept_waiting)` for member i of each group large enough:
-// its departures by how much less it waited, and by the least wait of a neighbour on it.
-template <typename Judge>
-void for_each_judged(const Groups& groups, Judge judge) {
-  for (const auto& [key, group] : groups) {
-    if (group.size() < kMinPlace) continue;
-    std::vector<double> waited_less, kept_waiting;
-    for (const MemberWait& m : group) {
-      waited_less.push_back(-m.longest_wait_ns);
-      kept_waiting.push_back(m.least_waited_on_ns);
-    }
-    for (size_t i = 0; i < group.size(); ++i)
-      judge(group, i, departure(waited_less, i), departure(kept_waiting, i));
-  }
-}
-
 // Each member of a group large enough, judged against the others by how much less it waited.
 // In a hierarchy, its part may make it wait less (the root of a tree waits for the reduction
 // to come up, not for the broadcast to come back down), but its neighbours do not wait on the
@@ -103,14 +86,21 @@ void for_each_judged(const Groups& groups, Judge judge) {
 // two (two symptoms of one cause, each judged at the family-wise rate).
 std::map<Who, Deficit> deficits_of(const Groups& groups) {
   std::map<Who, Deficit> out;
-  std::map<std::pair<uint64_t, uint32_t>, bool> hierarchy;
-  for (const auto& [key, group] : groups) hierarchy[key] = parts_in_hierarchy(group);
-  for_each_judged(groups, [&](const std::vector<MemberWait>& group, size_t i, const WaitDeficit& waited_less,
-                              const WaitDeficit& kept_waiting) {
-    Deficit d{t_of(waited_less), t_of(waited_less), waited_less.df};
-    if (hierarchy[{group[i].comm_hash, group[i].stage}]) d.t = std::min(d.t, t_of(kept_waiting));
-    out[{group[i].process, group[i].comm_hash}] = d;
-  });
+  for (const auto& [key, group] : groups) {
+    if (group.size() < kMinPlace) continue;
+    const bool hierarchy = parts_in_hierarchy(group);
+    std::vector<double> waited_less, kept_waiting;
+    for (const MemberWait& m : group) {
+      waited_less.push_back(-m.longest_wait_ns);
+      kept_waiting.push_back(m.least_waited_on_ns);
+    }
+    for (size_t i = 0; i < group.size(); ++i) {
+      Deficit d{departure(waited_less, i), 0};
+      d.t = t_of(d.wait);
+      if (hierarchy) d.t = std::min(d.t, t_of(departure(kept_waiting, i)));
+      out[{group[i].process, group[i].comm_hash}] = d;
+    }
+  }
   return out;
 }
 
@@ -120,7 +110,7 @@ constexpr double kAgreeing = 0.01;
 
 bool agrees_elsewhere(const Who& who, const std::map<Who, Deficit>& deficits) {
   for (auto it = deficits.lower_bound({who.first, 0}); it != deficits.end() && it->first.first == who.first; ++it)
-    if (it->first != who && it->second.t_wait <= critical_t(it->second.df, kAgreeing)) return false;
+    if (it->first != who && t_of(it->second.wait) <= critical_t(it->second.wait.df, kAgreeing)) return false;
   return true;
 }
 
@@ -176,23 +166,15 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   return out;
 }
 
-std::map<Who, WaitDeficit> wait_deficits(std::span<const MemberWait> members) {
-  std::map<Who, WaitDeficit> out;
-  for_each_judged(grouped(members), [&](const std::vector<MemberWait>& group, size_t i, const WaitDeficit& waited_less,
-                                        const WaitDeficit&) {
-    out[{group[i].process, group[i].comm_hash}] = waited_less;
-  });
-  return out;
-}
-
-std::map<Who, PeerOutlier> last_arrivals(std::span<const MemberWait> members, double false_alarm) {
+ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm) {
   const std::map<Who, Deficit> deficits = deficits_of(grouped(members));
-  std::map<Who, PeerOutlier> out;
+  ArrivalJudgement out;
   if (deficits.empty()) return out;
   const double tail = false_alarm / static_cast<double>(deficits.size());
   for (const auto& [who, d] : deficits) {
-    const PeerOutlier p{d.t, critical_t(d.df, tail)};
-    if (p.t > p.critical_t && agrees_elsewhere(who, deficits)) out.emplace(who, p);
+    out.wait_deficits.emplace(who, d.wait);
+    const PeerOutlier p{d.t, critical_t(d.wait.df, tail)};
+    if (p.t > p.critical_t && agrees_elsewhere(who, deficits)) out.last_arrivals.emplace(who, p);
   }
   return out;
 }

@@ -89,14 +89,17 @@ struct WaitDeficit {
   double df = 0;
 };
 
-// Per (process, communicator) judged (both halves recorded, four members or more of its
-// communicator and stage): its wait deficit, whatever its size.
-std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits(std::span<const MemberWait> members);
+// What the test finds in one job, per (process, communicator).
+struct ArrivalJudgement {
+  // Every member judged (both halves recorded, four members or more of its communicator and
+  // stage): its wait deficit, whatever its size.
+  std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits;
+  // The members that waited significantly less than the others of their communicator and
+  // stage, and less in every other communicator they are judged in, at a family-wise false
+  // alarm rate of `false_alarm` over every member judged.
+  std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals;
+};
 
-// Per (process, communicator): the members that waited significantly less than the others of
-// their communicator and stage, and less in every other communicator they are judged
-// in, at a family-wise false alarm rate of `false_alarm` over every member judged.
-std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals(std::span<const MemberWait> members,
-                                                                   double false_alarm = 1e-3);
+ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm = 1e-3);
 
 }  // namespace culprit

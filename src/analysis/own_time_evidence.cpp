@@ -57,8 +57,9 @@ std::map<uint32_t, PeerOutlier> unexplained_outliers(const PeerRoles& roles, std
 }  // namespace
 
 void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessContext& context,
-                                     const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
-                                     std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
+                                     const LazyPeerRoles& roles, const std::vector<EdgeFacts>& facts,
+                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
+                                     std::vector<std::string>& notes) {
   const bool all_measured = own_delay.all_work_measured();
   std::vector<SendGpuWaitFact> sends;
   std::vector<EdgeKey> send_keys;
@@ -94,7 +95,7 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
   const std::map<uint32_t, Excess> own_time = unexplained_send_gpu_wait(sends, arrivals);
   if (!own_time.empty()) {
     const std::map<uint32_t, PeerOutlier> beyond_peers =
-        unexplained_outliers(PeerRoles(context, obs), sends, send_keys, arrivals);
+        unexplained_outliers(roles.get(), sends, send_keys, arrivals);
     for (const auto& [p, own] : own_time) {
       auto peer = beyond_peers.find(p);
       if (own_delay.work_measured[p] || peer == beyond_peers.end()) continue;
@@ -128,7 +129,7 @@ void offer_slow_wires(const Observations& obs, const std::vector<EdgeFacts>& fac
                                    CulpritClass::kNetworkLink, facts[i].dst, facts[i].link_margin);
 }
 
-void offer_slow_send_waits(const Observations& obs, const ProcessContext& context, const std::vector<EdgeFacts>& facts,
+void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, const std::vector<EdgeFacts>& facts,
                            std::vector<Evidence>& evidence) {
   // Where any connection is timed step by step, the wire tests judge every wire.
   for (const EdgeFacts& f : facts)
@@ -142,7 +143,7 @@ void offer_slow_send_waits(const Observations& obs, const ProcessContext& contex
                      static_cast<double>(e.send_steps)});
   }
   if (sends.empty()) return;
-  for (const SlowSendWait& slow : slow_send_waits(PeerRoles(context, obs), sends))
+  for (const SlowSendWait& slow : slow_send_waits(roles.get(), sends))
     evidence[facts[slow.connection].src].offer(slow.excess_ns, CulpritClass::kNetworkLink, facts[slow.connection].dst,
                                                slow.margin);
 }

@@ -15,6 +15,7 @@
 
 #include "analysis/connection_facts.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/peer_roles.hpp"
 #include "analysis/process_context.hpp"
 #include "analysis/self_evidence.hpp"
 
@@ -22,15 +23,17 @@ namespace culprit {
 
 // Offers gpu_producer evidence for unexplained SendGpuWait to the processes whose own work
 // is not measured by kernel clocks; notes when no process has kernel clocks at all. `context`
-// places every process (placeholders of ranks without data included) on its host.
+// places every process (placeholders of ranks without data included) on its host; `roles`
+// gives each its peers.
 void offer_unexplained_send_gpu_wait(const Observations& observations, const ProcessContext& context,
-                                     const std::vector<EdgeFacts>& facts, const OwnDelay& own_delay,
-                                     std::vector<Evidence>& evidence, std::vector<std::string>& notes);
+                                     const LazyPeerRoles& roles, const std::vector<EdgeFacts>& facts,
+                                     const OwnDelay& own_delay, std::vector<Evidence>& evidence,
+                                     std::vector<std::string>& notes);
 
 // Where no connection of the input is timed step by step (probing's sums): offers
 // network_link to the senders of send/recv connections whose SendWait stands beyond their
 // peers' (send_wait_peers.hpp).
-void offer_slow_send_waits(const Observations& observations, const ProcessContext& context,
+void offer_slow_send_waits(const Observations& observations, const LazyPeerRoles& roles,
                            const std::vector<EdgeFacts>& facts, std::vector<Evidence>& evidence);
 
 // Offers each late GPU's own delay as gpu_producer (it replaces a weaker consumer class).

@@ -39,4 +39,21 @@ class PeerRoles {
   std::map<uint64_t, uint64_t> families_;  // communicator -> its family
 };
 
+// PeerRoles built on first use: the passes for inputs without kernel clocks or wire timing
+// (late posters, last arrivals, the SendGpuWait gate, send/recv SendWait) share one, and an
+// input that needs none builds none.
+class LazyPeerRoles {
+ public:
+  LazyPeerRoles(const ProcessContext& context, const Observations& obs) : context_(context), obs_(obs) {}
+  const PeerRoles& get() const {
+    if (!roles_) roles_.emplace(context_, obs_);
+    return *roles_;
+  }
+
+ private:
+  const ProcessContext& context_;
+  const Observations& obs_;
+  mutable std::optional<PeerRoles> roles_;
+};
+
 }  // namespace culprit

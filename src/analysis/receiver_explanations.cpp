@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "analysis/last_arrivals.hpp"
 #include "analysis/late_posters.hpp"
@@ -118,7 +119,7 @@ struct LatePosts {
 
 LatePosts late_posts_of(const ReceiverInputs& in) {
   if (in.own_delay.all_work_measured()) return {};  // nothing to judge
-  const PeerRoles roles(in.context, in.observations);
+  const PeerRoles& roles = in.roles.get();
   std::vector<PostingDelay> delays;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
@@ -132,8 +133,8 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  const std::vector<MemberWait> members = member_waits(in.observations, in.facts, roles);
-  LatePosts out{late_posters(delays), last_arrivals(members), wait_deficits(members), {}};
+  ArrivalJudgement arrivals = judge_arrivals(member_waits(in.observations, in.facts, roles));
+  LatePosts out{late_posters(delays), std::move(arrivals.last_arrivals), std::move(arrivals.wait_deficits), {}};
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;

@@ -32,6 +32,7 @@
 
 #include "analysis/lanes.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/peer_roles.hpp"
 #include "analysis/self_evidence.hpp"
 #include "analysis/wait_graph.hpp"
 
@@ -43,6 +44,7 @@ struct ReceiverInputs {
   const ProcessContext& context;
   const Lanes& lanes;
   const OwnDelay& own_delay;
+  const LazyPeerRoles& roles;  // each GPU's peers, for the late posts judged without kernel clocks
 };
 
 // Appends wait-for edges to `holds` and offers self evidence (one entry per process).

@@ -44,6 +44,16 @@ class InputLateness {
   std::set<std::tuple<uint32_t, uint64_t, int32_t>> node_entries_;  // (node, communicator, channel)
 };
 
+// What of `wait` (a SendGpuWait per step, or its excess) the sender's input does not explain:
+// less that input's lateness, at most its output's own lateness where that is seen; none
+// where the input's arrival is unseen.
+std::optional<double> unexplained_part(double wait, const SendGpuWaitFact& s, const InputLateness& inputs) {
+  const std::optional<double> late = inputs.feeding(s);
+  if (!late) return std::nullopt;
+  const double unexplained = wait - std::max(0.0, *late);
+  return s.output_late_per_step_ns >= 0 ? std::min(unexplained, s.output_late_per_step_ns) : unexplained;
+}
+
 }  // namespace
 
 std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWaitFact> sends,
@@ -52,11 +62,8 @@ std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWait
   std::map<uint32_t, Excess> own;
   for (const SendGpuWaitFact& s : sends) {
     if (s.excess_per_step_ns <= 0) continue;
-    const std::optional<double> late = inputs_of.feeding(s);
-    if (!late) continue;  // its input's arrival is unseen
-    double unexplained = s.excess_per_step_ns - std::max(0.0, *late);
-    if (s.output_late_per_step_ns >= 0) unexplained = std::min(unexplained, s.output_late_per_step_ns);
-    if (unexplained <= 0) continue;
+    const double unexplained = unexplained_part(s.excess_per_step_ns, s, inputs_of).value_or(0);
+    if (unexplained <= 0) continue;  // explained, or its input's arrival is unseen
     Excess& total = own[s.sender];
     total.ns += unexplained * s.steps;
     // The guard its excess cleared is excess / margin: the unexplained part against that guard.
@@ -69,15 +76,7 @@ std::vector<std::optional<double>> unexplained_per_step(std::span<const SendGpuW
                                                         std::span<const InputArrivalFact> inputs) {
   const InputLateness inputs_of(inputs);
   std::vector<std::optional<double>> out;
-  for (const SendGpuWaitFact& s : sends) {
-    const std::optional<double> late = inputs_of.feeding(s);
-    std::optional<double> unexplained;
-    if (late) {
-      unexplained = s.wait_per_step_ns - std::max(0.0, *late);
-      if (s.output_late_per_step_ns >= 0) unexplained = std::min(*unexplained, s.output_late_per_step_ns);
-    }
-    out.push_back(unexplained);
-  }
+  for (const SendGpuWaitFact& s : sends) out.push_back(unexplained_part(s.wait_per_step_ns, s, inputs_of));
   return out;
 }
 

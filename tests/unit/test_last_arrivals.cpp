@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <span>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -19,6 +22,10 @@ const FlowPlace kRingPart{2, 2, {{1, 1}, {1, 1}}};
 // A tree's member that gathers from two children and sends to its parent on one channel.
 const FlowPlace kTreeInterior{3, 3, {{1, 1}, {2, 2}}};
 const FlowPlace kTreeLeaf{2, 2, {{1, 1}, {1, 1}}};
+
+std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals(std::span<const MemberWait> members) {
+  return judge_arrivals(members).last_arrivals;
+}
 
 // Members 0..n-1 of one communicator, member i with longest wait `wait[i]` and least wait of a
 // neighbour on it `waited_on[i]` (ms per op), both halves recorded.
@@ -35,11 +42,17 @@ TEST(LastArrivals, TheMemberEveryOtherWaitedForIsNamed) {
   // slower, the job twice as slow): GPU 0 waited 0.24 ms per op at most, the others 2.2-4.2.
   const std::vector<double> wait = {0.24, 4.2, 4.0, 4.0, 4.1, 4.2, 4.2, 3.9};
   const std::vector<double> waited_on = {3.9, 0.5, 0.5, 0.4, 0.4, 0.5, 0.5, 0.4};
-  const auto found = last_arrivals(members(wait, waited_on));
-  ASSERT_EQ(found.size(), 1u);
-  const PeerOutlier& p = found.at({0, kComm});
+  const ArrivalJudgement judged = judge_arrivals(members(wait, waited_on));
+  ASSERT_EQ(judged.last_arrivals.size(), 1u);
+  const PeerOutlier& p = judged.last_arrivals.at({0, kComm});
   EXPECT_GT(p.t, p.critical_t);
   EXPECT_GT(p.margin(), 3);
+  // Every member is judged, and its wait deficit is how much less than the others' median it
+  // waited: GPU 0 3.86 ms below the others' 4.1 ms, GPU 3 (4.0 ms) 0.1 ms.
+  ASSERT_EQ(judged.wait_deficits.size(), 8u);
+  EXPECT_NEAR(judged.wait_deficits.at({0, kComm}).deficit_ns, 3.86e6, 1e3);
+  EXPECT_NEAR(judged.wait_deficits.at({3, kComm}).deficit_ns, 0.1e6, 1e3);
+  EXPECT_GT(judged.wait_deficits.at({0, kComm}).sigma_ns, 0);
 }
 
 TEST(LastArrivals, TheLastOfAHealthySpreadIsNotNamed) {

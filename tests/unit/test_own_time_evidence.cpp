@@ -27,6 +27,17 @@ OwnDelay none_measured(size_t n) {
   return {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}};
 }
 
+// The passes over `obs`, with its context and its GPUs' peers read from it.
+void offer_unexplained(const Observations& obs, const std::vector<EdgeFacts>& facts, const OwnDelay& own,
+                       std::vector<Evidence>& evidence, std::vector<std::string>& notes) {
+  const ProcessContext context(obs);
+  offer_unexplained_send_gpu_wait(obs, context, LazyPeerRoles(context, obs), facts, own, evidence, notes);
+}
+void offer_slow_sends(const Facts& f, std::vector<Evidence>& evidence) {
+  const ProcessContext context(f.obs);
+  offer_slow_send_waits(f.obs, LazyPeerRoles(context, f.obs), f.facts, evidence);
+}
+
 TEST(OwnTimeEvidence, ASlowWireIsNetworkLinkEvidenceAtItsSenderTowardsItsReceiver) {
   Facts f;
   f.add(0, 1);
@@ -59,7 +70,7 @@ TEST(OwnTimeEvidence, SendGpuWaitItsOnTimeInputDoesNotExplainIsTheGpusOwnTime) {
   std::vector<Evidence> evidence(6);
   std::vector<std::string> notes;
   OwnDelay own = none_measured(6);
-  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, own, evidence, notes);
+  offer_unexplained(f.obs, f.facts, own, evidence, notes);
   EXPECT_EQ(evidence[1].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(evidence[1].ns, 5000.0 * kSteps);
   for (uint32_t p : {0u, 2u, 3u, 4u, 5u}) EXPECT_FALSE(evidence[p].any()) << p;
@@ -71,7 +82,7 @@ TEST(OwnTimeEvidence, SendGpuWaitItsOnTimeInputDoesNotExplainIsTheGpusOwnTime) {
   std::vector<Evidence> measured_evidence(6);
   std::vector<std::string> measured_notes;
   own.work_measured[1] = true;
-  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, own, measured_evidence, measured_notes);
+  offer_unexplained(f.obs, f.facts, own, measured_evidence, measured_notes);
   EXPECT_FALSE(measured_evidence[1].any());
   EXPECT_TRUE(measured_notes.empty());
 }
@@ -93,7 +104,7 @@ TEST(OwnTimeEvidence, TheSlowestOfHealthySendersIsNotItsOwnCause) {
   f.facts[1].anomaly[kSendGpuWait] = 300;
   std::vector<Evidence> evidence(6);
   std::vector<std::string> notes;
-  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, none_measured(6), evidence, notes);
+  offer_unexplained(f.obs, f.facts, none_measured(6), evidence, notes);
   for (const Evidence& e : evidence) EXPECT_FALSE(e.any());
 }
 
@@ -112,7 +123,7 @@ TEST(OwnTimeEvidence, WithoutWireTimingASendRecvLinkBeyondItsPeersIsANetworkLink
   };
   Facts f = build(true, 0);
   std::vector<Evidence> evidence(6);
-  offer_slow_send_waits(f.obs, ProcessContext(f.obs), f.facts, evidence);
+  offer_slow_sends(f, evidence);
   EXPECT_EQ(evidence[2].culprit_class, CulpritClass::kNetworkLink);
   ASSERT_TRUE(evidence[2].peer.has_value());
   EXPECT_EQ(*evidence[2].peer, 3u);
@@ -120,11 +131,11 @@ TEST(OwnTimeEvidence, WithoutWireTimingASendRecvLinkBeyondItsPeersIsANetworkLink
   // Collective connections queue as their flow bunches: not judged this way.
   Facts collective = build(false, 0);
   std::vector<Evidence> none(6);
-  offer_slow_send_waits(collective.obs, ProcessContext(collective.obs), collective.facts, none);
+  offer_slow_sends(collective, none);
   for (const Evidence& e : none) EXPECT_FALSE(e.any());
   // Where any connection is timed step by step, the wire tests judge the wires.
   Facts timed = build(true, 50e3);
-  offer_slow_send_waits(timed.obs, ProcessContext(timed.obs), timed.facts, none);
+  offer_slow_sends(timed, none);
   for (const Evidence& e : none) EXPECT_FALSE(e.any());
 }
 
@@ -136,12 +147,12 @@ TEST(OwnTimeEvidence, PointToPointAndSelfConnectionsJudgeNoSendGpuWait) {
   f.add(1, 1).anomaly[kSendGpuWait] = 5000;   // a process to itself: no input seen
   std::vector<Evidence> evidence(3);
   std::vector<std::string> notes;
-  offer_unexplained_send_gpu_wait(f.obs, ProcessContext(f.obs), f.facts, none_measured(3), evidence, notes);
+  offer_unexplained(f.obs, f.facts, none_measured(3), evidence, notes);
   for (const Evidence& e : evidence) EXPECT_FALSE(e.any());
   // Without connections there is nothing the note would explain.
   Observations empty;
   std::vector<std::string> empty_notes;
-  offer_unexplained_send_gpu_wait(empty, ProcessContext(empty), {}, none_measured(3), evidence, empty_notes);
+  offer_unexplained(empty, {}, none_measured(3), evidence, empty_notes);
   EXPECT_TRUE(empty_notes.empty());
 }
 
@@ -163,7 +174,8 @@ TEST(OwnTimeEvidence, AConnectionFromARankWithoutDataIsPlacedOnNoHostOfTheJob) {
   ASSERT_GE(f.src, obs.processes.size());
   std::vector<Evidence> evidence(context.size());
   std::vector<std::string> notes;
-  offer_unexplained_send_gpu_wait(obs, context, {f}, none_measured(context.size()), evidence, notes);
+  offer_unexplained_send_gpu_wait(obs, context, LazyPeerRoles(context, obs), {f}, none_measured(context.size()),
+                                  evidence, notes);
   for (const Evidence& x : evidence) EXPECT_FALSE(x.any());
 }
 

@@ -43,7 +43,8 @@ struct Job {
   void run() {
     ProcessContext ctx(obs);
     Lanes lanes(obs, facts, ctx);
-    explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, evidence, holds);
+    const LazyPeerRoles roles(ctx, obs);
+    explain_receivers({obs, facts, ctx, lanes, own, roles}, AttributionConfig{}, evidence, holds);
   }
 };
 
@@ -86,7 +87,8 @@ std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vect
   std::vector<WaitEdge> holds;
   ProcessContext ctx(obs);
   Lanes lanes(obs, facts, ctx);
-  explain_receivers({obs, facts, ctx, lanes, own}, AttributionConfig{}, evidence, holds);
+  const LazyPeerRoles roles(ctx, obs);
+  explain_receivers({obs, facts, ctx, lanes, own, roles}, AttributionConfig{}, evidence, holds);
   return evidence;
 }
 
