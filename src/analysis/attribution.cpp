@@ -1,7 +1,8 @@
 // The attribution as a pipeline of passes (docs/attribution.md describes each):
 //   1. context          process_context.hpp
 //   2. connection facts connection_facts.hpp (receiver_peers, slow_wire, edge_stats)
-//   3. own time         own_delay.hpp, own_time_evidence.hpp; hangs: sequence_hang.hpp,
+//   3. own time         own_delay.hpp, own_time_evidence.hpp; without kernel clocks also
+//                       last_arrival_time.hpp (last_arrivals.hpp); hangs: sequence_hang.hpp,
 //                       inflight_hang.hpp, flight_recorder_hang.hpp
 //   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp;
 //                       own_time_roots.hpp drops the holds of processes slow on their own
@@ -24,6 +25,8 @@
 #include "analysis/hidden_consumers.hpp"
 #include "analysis/inflight_hang.hpp"
 #include "analysis/lanes.hpp"
+#include "analysis/last_arrival_time.hpp"
+#include "analysis/last_arrivals.hpp"
 #include "analysis/own_delay.hpp"
 #include "analysis/own_time_evidence.hpp"
 #include "analysis/own_time_roots.hpp"
@@ -135,7 +138,12 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   offer_slow_wires(obs, facts.edges, evidence);
   const LazyPeerRoles roles(context, obs);  // built only by an input without kernel clocks or wire timing
   offer_slow_send_waits(obs, roles, facts.edges, evidence);
-  explain_receivers({obs, facts.edges, context, lanes, own_delay, roles}, cfg, evidence, holds);
+  // Judged only where some GPU's own work is unmeasured (an input without kernel clocks).
+  const std::vector<MemberWait> members =
+      own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
+  const ArrivalJudgement arrivals = judge_arrivals(members);
+  explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds);
+  offer_last_arrival_time(members, arrivals, evidence);
   offer_unexplained_send_gpu_wait(obs, context, roles, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);

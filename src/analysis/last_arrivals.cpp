@@ -38,11 +38,13 @@ Yardstick yardstick_of(std::vector<double> others) {
   return y;
 }
 
-// A member's wait deficit, and its t as judged (in a hierarchy, the smaller of its wait's and
-// its neighbours' wait's).
+// A member's wait deficit, and in a hierarchy what tells it from its part: the departure of
+// its neighbours' least wait on it, and its wait deficit on each channel judged.
 struct Deficit {
   WaitDeficit wait;
-  double t = 0;
+  bool hierarchy = false;
+  WaitDeficit kept_waiting;
+  std::vector<WaitDeficit> per_channel;
 };
 
 using Groups = std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>>;
@@ -78,12 +80,23 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
 
-// Each member of a group large enough, judged against the others by how much less it waited.
-// In a hierarchy, its part may make it wait less (the root of a tree waits for the reduction
-// to come up, not for the broadcast to come back down), but its neighbours do not wait on the
-// root more than on others; a late member keeps every neighbour waiting on it. There it must
-// also stand out by the least wait of a neighbour on it, the deficit being the smaller of the
-// two (two symptoms of one cause, each judged at the family-wise rate).
+// Per channel of a hierarchy, the departures of the members that send and receive there, in
+// a channel with four or more of them, each appended to its member's deficit.
+void add_channel_departures(const std::vector<MemberWait>& group, std::map<Who, Deficit>& out) {
+  std::map<int32_t, std::vector<std::pair<Who, double>>> channels;
+  for (const MemberWait& m : group)
+    for (const auto& [channel, w] : m.per_channel)
+      if (w.sends && w.receives) channels[channel].emplace_back(Who{m.process, m.comm_hash}, -w.longest_wait_ns);
+  for (const auto& [channel, judged] : channels) {
+    if (judged.size() < kMinPlace) continue;
+    std::vector<double> waited_less;
+    for (const auto& [who, figure] : judged) waited_less.push_back(figure);
+    for (size_t i = 0; i < judged.size(); ++i) out[judged[i].first].per_channel.push_back(departure(waited_less, i));
+  }
+}
+
+// Each member of a group large enough, judged against the others by how much less it waited;
+// in a hierarchy, also by its neighbours' least wait on it and channel by channel.
 std::map<Who, Deficit> deficits_of(const Groups& groups) {
   std::map<Who, Deficit> out;
   for (const auto& [key, group] : groups) {
@@ -95,13 +108,41 @@ std::map<Who, Deficit> deficits_of(const Groups& groups) {
       kept_waiting.push_back(m.least_waited_on_ns);
     }
     for (size_t i = 0; i < group.size(); ++i) {
-      Deficit d{departure(waited_less, i), 0};
-      d.t = t_of(d.wait);
-      if (hierarchy) d.t = std::min(d.t, t_of(departure(kept_waiting, i)));
-      out[{group[i].process, group[i].comm_hash}] = d;
+      Deficit& d = out[{group[i].process, group[i].comm_hash}];
+      d.wait = departure(waited_less, i);
+      d.hierarchy = hierarchy;
+      if (hierarchy) d.kept_waiting = departure(kept_waiting, i);
     }
+    if (hierarchy) add_channel_departures(group, out);
   }
   return out;
+}
+
+PeerOutlier weaker(const PeerOutlier& a, const PeerOutlier& b) { return a.margin() < b.margin() ? a : b; }
+
+// A member's test at a one-sided tail. On a ring, its wait deficit. In a hierarchy its part
+// may make it wait less (the root of a tree waits for the reduction to come up, not for the
+// broadcast to come back down); a late member is told from it by either of two tests, each at
+// half the tail:
+//   - its neighbours: they do not wait on the root more than on others, but a late member
+//     keeps every neighbour waiting on it. It stands out by its wait and by the least wait of
+//     a neighbour on it. Where every member waits for the whole collective, as in a tree's
+//     broadcast, its neighbours wait long on everybody and this test is weak.
+//   - its channels: a member's part differs channel by channel (NCCL's double binary tree
+//     makes a node a leaf in one tree where it is interior in the other, and a node's GPUs
+//     take turns at its ends), but a late member is late on every channel. It stands out on
+//     two channels or more, and on each channel it is judged in (among the members that send
+//     and receive there), and by its wait over them all.
+PeerOutlier judged(const Deficit& d, double tail) {
+  const PeerOutlier alone{t_of(d.wait), critical_t(d.wait.df, tail)};
+  if (!d.hierarchy) return alone;
+  const double half = tail / 2;
+  const PeerOutlier wait{t_of(d.wait), critical_t(d.wait.df, half)};
+  const PeerOutlier by_neighbours = weaker(wait, {t_of(d.kept_waiting), critical_t(d.kept_waiting.df, half)});
+  PeerOutlier by_channels = wait;
+  if (d.per_channel.size() < 2) by_channels.t = 0;
+  for (const WaitDeficit& c : d.per_channel) by_channels = weaker(by_channels, {t_of(c), critical_t(c.df, half)});
+  return by_neighbours.margin() > by_channels.margin() ? by_neighbours : by_channels;
 }
 
 // The guard on a finding: where else its GPU is judged, it waited less than its peers too
@@ -126,11 +167,16 @@ double receiving_wait_per_op(const EdgeSummary& e) {
 
 constexpr double kNoNeighbour = std::numeric_limits<double>::infinity();
 
-// One half of a connection offered to its member: its own wait, and the other half's wait on
-// it where that half was recorded.
-void offer_half(MemberWait& m, double own, std::optional<double> neighbour) {
+// One half of a connection offered to its member: its own wait there (per op, over `ops`),
+// whether it sends, and the other half's wait on it where that half was recorded.
+void offer_half(MemberWait& m, int32_t channel, bool sending, double own, double ops, std::optional<double> neighbour) {
   m.longest_wait_ns = std::max(m.longest_wait_ns, own);
+  m.ops = std::max(m.ops, ops);
   if (neighbour) m.least_waited_on_ns = std::min(m.least_waited_on_ns, *neighbour);
+  ChannelWait& c = m.per_channel[channel];
+  c.longest_wait_ns = std::max(c.longest_wait_ns, own);
+  (sending ? m.sends : m.receives) = true;
+  (sending ? c.sends : c.receives) = true;
 }
 
 }  // namespace
@@ -141,7 +187,7 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   auto member = [&](uint32_t process, uint64_t comm, int32_t rank) -> MemberWait* {
     const std::optional<PeerRole> role = roles.of(process, comm, rank);
     if (!role) return nullptr;
-    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false};
+    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false, 0, {}};
     return &members.try_emplace({process, comm}, fresh).first->second;
   };
   for (size_t i = 0; i < facts.size(); ++i) {
@@ -151,14 +197,10 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
     const bool sent = f.view.has_send && e.send_ops > 0, received = f.view.has_recv && e.recv_ops > 0;
     const std::optional<double> sending = sent ? std::optional(sending_wait_per_op(e)) : std::nullopt;
     const std::optional<double> receiving = received ? std::optional(receiving_wait_per_op(e)) : std::nullopt;
-    if (MemberWait* m = sent ? member(f.src, e.key.comm_hash, e.key.src_rank) : nullptr) {
-      m->sends = true;
-      offer_half(*m, *sending, receiving);
-    }
-    if (MemberWait* m = received ? member(f.dst, e.key.comm_hash, e.key.dst_rank) : nullptr) {
-      m->receives = true;
-      offer_half(*m, *receiving, sending);
-    }
+    if (MemberWait* m = sent ? member(f.src, e.key.comm_hash, e.key.src_rank) : nullptr)
+      offer_half(*m, e.key.channel, true, *sending, static_cast<double>(e.send_ops), receiving);
+    if (MemberWait* m = received ? member(f.dst, e.key.comm_hash, e.key.dst_rank) : nullptr)
+      offer_half(*m, e.key.channel, false, *receiving, static_cast<double>(e.recv_ops), sending);
   }
   std::vector<MemberWait> out;
   for (const auto& [who, m] : members)
@@ -173,7 +215,7 @@ ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double fals
   const double tail = false_alarm / static_cast<double>(deficits.size());
   for (const auto& [who, d] : deficits) {
     out.wait_deficits.emplace(who, d.wait);
-    const PeerOutlier p{d.t, critical_t(d.wait.df, tail)};
+    const PeerOutlier p = judged(d, tail);
     if (p.t > p.critical_t && agrees_elsewhere(who, deficits)) out.last_arrivals.emplace(who, p);
   }
   return out;

@@ -19,12 +19,21 @@
 // member judged) names it. Three things besides lateness make a member wait less, and each
 // is kept out:
 //   - Its part: the root of a tree waits for the reduction to come up, not for the broadcast
-//     to come back down. But its neighbours do not wait on it more than on others, while a
-//     late member keeps every neighbour waiting on it. Where some member forwards to or
-//     gathers from several peers on one channel (a tree; on a ring each has one of each), a
-//     member must also stand out by the least wait of a neighbour on it. In simulated healthy
-//     trees the longest wait alone stood out at t 13.4 (six members) and 5.9 (16 members of
-//     one connection count in a tree of 66); in 24 more the smaller of the two at 3.5 at most.
+//     to come back down. Where some member forwards to or gathers from several peers on one
+//     channel (a tree; on a ring each has one of each), a late member is told from such a
+//     part by either of two tests, each at half the family-wise rate. Its neighbours: they do
+//     not wait on a root more than on others, while a late member keeps every neighbour
+//     waiting on it, so it must also stand out by the least wait of a neighbour on it. Its
+//     channels: a member's part differs channel by channel (a node is a leaf in one tree of
+//     NCCL's double binary tree and interior in the other, and its GPUs take turns at its
+//     ends), while a late member is late on every channel; so it must also stand out on each
+//     channel it is judged in (against the members that send and receive there, four or
+//     more), and on two or more. In simulated healthy trees the longest wait alone stood out
+//     at t 13.4 (six members) and 5.9 (16 members of one connection count in a tree of 66);
+//     one member judged on one channel only stood out there at t 9.8. The neighbours' test
+//     is weak where every member waits for the whole collective: on four probing seeds, GPUs
+//     slow enough to cost a tree 5 % or more and left unnamed stood out by their wait at t
+//     up to 21, by their neighbours' at 7.3 at most, mostly under 3.
 //   - A hold the input does not record: without RecvGpuWait, the time a receiver held its
 //     buffers (consuming slowly, or blocked by a slow GPU of its node over NVLink) is no wait.
 //     A member is judged only where it both sends and receives on recorded connections: a
@@ -59,11 +68,21 @@
 
 namespace culprit {
 
+// One member's longest wait per op on one channel, and whether it recorded a half of each kind
+// there.
+struct ChannelWait {
+  double longest_wait_ns = 0;
+  bool sends = false;
+  bool receives = false;
+};
+
 // One member's longest wait per op in one collective communicator: over its recorded
 // connections there, the largest of its sends' SendGpuWait + SendPeerWait + SendWait and its
 // receives' RecvWait + RecvFlushWait, per op. `least_waited_on_ns`: over the same connections,
 // the least that the other end's half waited per op. `stage`: its pipeline stage (0: none);
-// `place`: its part there; `sends`/`receives`: whether it recorded a half of each kind.
+// `place`: its part there; `sends`/`receives`: whether it recorded a half of each kind;
+// `ops`: the most ops one of those connections recorded; `per_channel`: the same by channel.
+
 struct MemberWait {
   uint32_t process = 0;
   uint64_t comm_hash = 0;
@@ -73,6 +92,8 @@ struct MemberWait {
   double least_waited_on_ns = 0;
   bool sends = false;
   bool receives = false;
+  double ops = 0;
+  std::map<int32_t, ChannelWait> per_channel;
 };
 
 // Every member of a collective communicator with a role there and a neighbour's half recorded,

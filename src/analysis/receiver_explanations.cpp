@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "analysis/last_arrivals.hpp"
 #include "analysis/late_posters.hpp"
 #include "analysis/peer_roles.hpp"
 #include "analysis/withheld_credit.hpp"
@@ -133,8 +132,7 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  ArrivalJudgement arrivals = judge_arrivals(member_waits(in.observations, in.facts, roles));
-  LatePosts out{late_posters(delays), std::move(arrivals.last_arrivals), std::move(arrivals.wait_deficits), {}};
+  LatePosts out{late_posters(delays), in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}};
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "analysis/lanes.hpp"
+#include "analysis/last_arrivals.hpp"
 #include "analysis/own_delay.hpp"
 #include "analysis/peer_roles.hpp"
 #include "analysis/self_evidence.hpp"
@@ -45,6 +46,7 @@ struct ReceiverInputs {
   const Lanes& lanes;
   const OwnDelay& own_delay;
   const LazyPeerRoles& roles;  // each GPU's peers, for the late posts judged without kernel clocks
+  const ArrivalJudgement& arrivals;  // the last arrivals judged without kernel clocks
 };
 
 // Appends wait-for edges to `holds` and offers self evidence (one entry per process).

@@ -1,6 +1,7 @@
-// last_arrivals on hand-built members: the member that every other one waited for is named;
-// the last of a healthy spread, a member that only receives, one that waits less by its part
-// in a tree, and one that came late to one communicator only are not (last_arrivals.hpp).
+// last_arrivals on hand-built members: the member that every other one waited for is named,
+// in a tree where it keeps its neighbours waiting or is late on every channel; the last of a
+// healthy spread, a member that only receives, one that waits less by its part in a tree, and
+// one that came late to one communicator only are not (last_arrivals.hpp).
 #include "analysis/last_arrivals.hpp"
 
 #include <gtest/gtest.h>
@@ -33,9 +34,12 @@ std::vector<MemberWait> members(const std::vector<double>& wait, const std::vect
                                 const FlowPlace& part = kRingPart, uint64_t comm = kComm, uint32_t stage = 0) {
   std::vector<MemberWait> out;
   for (size_t i = 0; i < wait.size(); ++i)
-    out.push_back({static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true});
+    out.push_back({static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true, 1, {}});
   return out;
 }
+
+// Member m's longest wait on `channel` (ms per op), both halves recorded there.
+void wait_on_channel(MemberWait& m, int32_t channel, double ms) { m.per_channel[channel] = {ms * 1e6, true, true}; }
 
 TEST(LastArrivals, TheMemberEveryOtherWaitedForIsNamed) {
   // A simulated probing export of two nodes of four GPUs (a tree on six channels, GPU 0 2.9x
@@ -81,7 +85,7 @@ TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
   // its neighbours did not wait on it more than on the others. Not named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
-  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true});
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}});
   EXPECT_TRUE(last_arrivals(tree).empty());
   // A late member of the same tree keeps every neighbour waiting on it.
   tree.back().least_waited_on_ns = 2.0e6;
@@ -91,6 +95,29 @@ TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
   std::vector<MemberWait> ring =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15, 0.9}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3, 0.3});
   EXPECT_EQ(last_arrivals(ring).count({8, kComm}), 1u);
+}
+
+TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
+  // In a tree's broadcast every member waits for the whole collective: the neighbours of a
+  // late member wait on it no longer than on the others. Member 8 waited less on both channels
+  // it sends and receives on, and on the whole: late on every channel, it is named.
+  std::vector<MemberWait> tree =
+      members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}});
+  const std::vector<double> channel0 = {1.9, 1.8, 2.0, 2.1, 1.9, 1.85, 1.95, 2.0, 0.8};
+  const std::vector<double> channel1 = {1.7, 1.8, 1.9, 1.75, 1.8, 1.7, 1.85, 1.9, 0.9};
+  for (size_t i = 0; i < tree.size(); ++i) {
+    wait_on_channel(tree[i], 0, channel0[i]);
+    wait_on_channel(tree[i], 1, channel1[i]);
+  }
+  EXPECT_EQ(last_arrivals(tree).count({8, kComm}), 1u);
+  // Judged on one channel only, it may be where its part makes it wait less (the root of
+  // that channel's tree): not named.
+  tree.back().per_channel.erase(1);
+  EXPECT_TRUE(last_arrivals(tree).empty());
+  // On two channels, and as much as the others on one of them: its part, not named.
+  wait_on_channel(tree.back(), 1, 1.8);
+  EXPECT_TRUE(last_arrivals(tree).empty());
 }
 
 TEST(LastArrivals, AMemberLateToOneCommunicatorOnlyIsNotNamed) {

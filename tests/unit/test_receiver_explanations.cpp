@@ -16,6 +16,12 @@ constexpr uint32_t kSteps = 10;
 
 // Three nodes of two GPUs (nodeA: 0 1, nodeB: 2 3, nodeC: 4 5). Connection 0 (1 -> 2) enters
 // nodeB; connection 1 (3 -> 4) is nodeB's exit on the same lane, healthy unless a test says.
+// The last arrivals as attribute() judges them: only where some GPU's own work is unmeasured.
+ArrivalJudgement arrivals_of(const Observations& obs, const std::vector<EdgeFacts>& facts, const OwnDelay& own,
+                             const LazyPeerRoles& roles) {
+  return own.all_work_measured() ? ArrivalJudgement{} : judge_arrivals(member_waits(obs, facts, roles.get()));
+}
+
 struct Job {
   Observations obs;
   std::vector<EdgeFacts> facts;
@@ -44,7 +50,8 @@ struct Job {
     ProcessContext ctx(obs);
     Lanes lanes(obs, facts, ctx);
     const LazyPeerRoles roles(ctx, obs);
-    explain_receivers({obs, facts, ctx, lanes, own, roles}, AttributionConfig{}, evidence, holds);
+    const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
+    explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds);
   }
 };
 
@@ -88,7 +95,8 @@ std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vect
   ProcessContext ctx(obs);
   Lanes lanes(obs, facts, ctx);
   const LazyPeerRoles roles(ctx, obs);
-  explain_receivers({obs, facts, ctx, lanes, own, roles}, AttributionConfig{}, evidence, holds);
+  const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
+  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds);
   return evidence;
 }
 

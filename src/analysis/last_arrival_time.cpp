@@ -1,0 +1,28 @@
+#include "analysis/last_arrival_time.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace culprit {
+
+void offer_last_arrival_time(std::span<const MemberWait> members, const ArrivalJudgement& judged,
+                             std::vector<Evidence>& evidence) {
+  struct OwnTime {
+    double ns = 0;
+    double margin = std::numeric_limits<double>::infinity();
+  };
+  std::map<uint32_t, OwnTime> own;
+  for (const MemberWait& m : members) {
+    if (m.stage != 0) continue;  // a pipeline's stage inherits lateness from its send/recv input
+    auto last = judged.last_arrivals.find({m.process, m.comm_hash});
+    if (last == judged.last_arrivals.end()) continue;
+    OwnTime& t = own[m.process];
+    t.ns += judged.wait_deficits.at({m.process, m.comm_hash}).deficit_ns * m.ops;
+    t.margin = std::min(t.margin, last->second.margin());
+  }
+  for (const auto& [process, t] : own)
+    if (process < evidence.size() && t.ns > 0) evidence[process].offer(t.ns, CulpritClass::kGpuProducer, {}, t.margin);
+}
+
+}  // namespace culprit

@@ -1,0 +1,48 @@
+// last_arrival_time on a hand-built judgement: a last arrival's own time is its wait deficit
+// times its collectives, summed over its communicators; a pipeline stage's and an unjudged
+// member's are none (last_arrival_time.hpp).
+#include "analysis/last_arrival_time.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kWorld = 0x1, kData = 0x2;
+
+MemberWait member(uint32_t process, uint64_t comm, double ops, uint32_t stage = 0) {
+  return {process, comm, stage, FlowPlace{}, 1e6, 1e6, true, true, ops, {}};
+}
+
+TEST(LastArrivalTime, ALastArrivalsOwnTimeAddsOverItsCommunicators) {
+  // GPU 3 came 2 ms per op late to 10 collectives of one communicator and 1 ms to 4 of another.
+  const std::vector<MemberWait> members = {member(3, kWorld, 10), member(3, kData, 4), member(4, kWorld, 10)};
+  ArrivalJudgement judged;
+  judged.wait_deficits[{3, kWorld}] = {2e6, 0.2e6, 7};
+  judged.wait_deficits[{3, kData}] = {1e6, 0.2e6, 7};
+  judged.wait_deficits[{4, kWorld}] = {0.1e6, 0.2e6, 7};
+  judged.last_arrivals[{3, kWorld}] = {10, 5};
+  judged.last_arrivals[{3, kData}] = {6, 4};
+  std::vector<Evidence> evidence(5);
+  offer_last_arrival_time(members, judged, evidence);
+  EXPECT_EQ(evidence[3].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[3].ns, 2e6 * 10 + 1e6 * 4);
+  EXPECT_DOUBLE_EQ(evidence[3].margin, 1.5);  // the weaker of its findings
+  EXPECT_FALSE(evidence[4].any());            // judged, not a last arrival
+}
+
+TEST(LastArrivalTime, APipelineStageInheritsItsLatenessAndIsNotOffered) {
+  // A stage reaches the closing collective when its send/recv input lets it.
+  const std::vector<MemberWait> members = {member(2, kWorld, 10, 1)};
+  ArrivalJudgement judged;
+  judged.wait_deficits[{2, kWorld}] = {2e6, 0.2e6, 7};
+  judged.last_arrivals[{2, kWorld}] = {10, 5};
+  std::vector<Evidence> evidence(3);
+  offer_last_arrival_time(members, judged, evidence);
+  EXPECT_FALSE(evidence[2].any());
+}
+
+}  // namespace
+}  // namespace culprit
