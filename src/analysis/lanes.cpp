@@ -1,6 +1,7 @@
 #include "analysis/lanes.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace culprit {
 
@@ -46,6 +47,18 @@ bool Lanes::backpressured(const Lane& lane, const AttributionConfig& cfg, std::o
 
 bool Lanes::backpressured(size_t connection, const AttributionConfig& cfg) const {
   return held_beyond(onward_exits(connection), cfg, facts_[connection].dst);
+}
+
+bool Lanes::node_backpressured(const std::string& host, uint64_t comm, uint32_t process,
+                               const AttributionConfig& cfg) const {
+  for (auto it = outbound_.lower_bound({host, comm, std::numeric_limits<int32_t>::min()});
+       it != outbound_.end() && std::get<0>(it->first) == host && std::get<1>(it->first) == comm; ++it) {
+    std::vector<size_t> others;
+    for (size_t i : it->second)
+      if (facts_[i].src != process) others.push_back(i);
+    if (held_beyond(others, cfg, process)) return true;
+  }
+  return false;
 }
 
 double Lanes::onward_hold_ns(size_t connection) const {

@@ -48,6 +48,11 @@ class Lanes {
   // its own withheld credit coming round, not a hold from elsewhere.
   bool backpressured(const Lane& lane, const AttributionConfig& config,
                      std::optional<uint32_t> receiver = std::nullopt) const;
+  // Whether an exit of `host` in `comm` on any channel, sent by another GPU than `process`,
+  // is held up from beyond the node, judged for `process`: `process` may then wait for that
+  // GPU, blocked there, over NVLink.
+  bool node_backpressured(const std::string& host, uint64_t comm, uint32_t process,
+                          const AttributionConfig& config) const;
   // Whether the onward exits of `connection` are held up from beyond its receiver's node,
   // judged for its receiver.
   bool backpressured(size_t connection, const AttributionConfig& config) const;

@@ -59,6 +59,20 @@ TEST(Lanes, ALaneIsNotBackpressuredWhileItsSenderMakesItsDataSlowly) {
   EXPECT_FALSE(lanes.backpressured({"nodeA", kComm, 1}, cfg));  // no exits at all
 }
 
+TEST(Lanes, ANodeIsBackpressuredWhereAnyOfItsExitsInTheCommunicatorIsHeld) {
+  TwoNodes job;
+  job.add(1, 2, 0);       // nodeA's exit on channel 0: its GPU busy half of each step
+  job.add(3, 0, 0);       // nodeB's exit on channel 0, likewise
+  job.add(3, 0, 1, 0.1);  // nodeB's exit on channel 1: its GPU ahead of the wire
+  ProcessContext ctx(job.obs);
+  Lanes lanes(job.obs, job.facts, ctx);
+  AttributionConfig cfg;
+  EXPECT_TRUE(lanes.node_backpressured("nodeB", kComm, 2, cfg));   // GPU 3's exit held on channel 1
+  EXPECT_FALSE(lanes.node_backpressured("nodeB", kComm, 3, cfg));  // its own exit does not count
+  EXPECT_FALSE(lanes.node_backpressured("nodeA", kComm, 0, cfg));
+  EXPECT_FALSE(lanes.node_backpressured("nodeB", kComm + 1, 2, cfg));  // another communicator
+}
+
 TEST(Lanes, AnExitHeldByItsReceiverItsWireOrAGpuAheadOfTheWireIsBackpressure) {
   AttributionConfig cfg;
   const Lane exit_lane{"nodeB", kComm, 0};

@@ -1,6 +1,7 @@
 // last_arrival_time on a hand-built judgement: a last arrival's own time is its wait deficit
-// times its collectives, summed over its communicators; a pipeline stage's and an unjudged
-// member's are none (last_arrival_time.hpp).
+// times its collectives, summed over its communicators; a pipeline stage's, a GPU's not judged
+// in one of its communicators, a GPU's of a node whose exit is held and an unjudged member's
+// are none (last_arrival_time.hpp).
 #include "analysis/last_arrival_time.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@ namespace culprit {
 namespace {
 
 constexpr uint64_t kWorld = 0x1, kData = 0x2;
+
+const auto kNotHeld = [](const MemberWait&) { return false; };
 
 MemberWait member(uint32_t process, uint64_t comm, double ops, uint32_t stage = 0) {
   return {process, comm, stage, FlowPlace{}, 1e6, 1e6, true, true, ops, {}};
@@ -26,7 +29,7 @@ TEST(LastArrivalTime, ALastArrivalsOwnTimeAddsOverItsCommunicators) {
   judged.last_arrivals[{3, kWorld}] = {10, 5};
   judged.last_arrivals[{3, kData}] = {6, 4};
   std::vector<Evidence> evidence(5);
-  offer_last_arrival_time(members, judged, evidence);
+  offer_last_arrival_time(members, judged, kNotHeld, evidence);
   EXPECT_EQ(evidence[3].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(evidence[3].ns, 2e6 * 10 + 1e6 * 4);
   EXPECT_DOUBLE_EQ(evidence[3].margin, 1.5);  // the weaker of its findings
@@ -40,8 +43,30 @@ TEST(LastArrivalTime, APipelineStageInheritsItsLatenessAndIsNotOffered) {
   judged.wait_deficits[{2, kWorld}] = {2e6, 0.2e6, 7};
   judged.last_arrivals[{2, kWorld}] = {10, 5};
   std::vector<Evidence> evidence(3);
-  offer_last_arrival_time(members, judged, evidence);
+  offer_last_arrival_time(members, judged, kNotHeld, evidence);
   EXPECT_FALSE(evidence[2].any());
+}
+
+TEST(LastArrivalTime, AGpuNotJudgedInOneOfItsCommunicatorsIsNotOffered) {
+  // Its lateness may come from the collective before, in the communicator it is not judged in.
+  const std::vector<MemberWait> members = {member(6, kWorld, 10), member(6, kData, 10)};
+  ArrivalJudgement judged;
+  judged.wait_deficits[{6, kData}] = {2e6, 0.2e6, 7};
+  judged.last_arrivals[{6, kData}] = {10, 5};
+  std::vector<Evidence> evidence(7);
+  offer_last_arrival_time(members, judged, kNotHeld, evidence);
+  EXPECT_FALSE(evidence[6].any());
+}
+
+TEST(LastArrivalTime, AGpuOfANodeWhoseExitIsHeldIsNotOffered) {
+  // Its kernel may wait for a GPU of its node blocked by a slow link over NVLink.
+  const std::vector<MemberWait> members = {member(5, kWorld, 10)};
+  ArrivalJudgement judged;
+  judged.wait_deficits[{5, kWorld}] = {2e6, 0.2e6, 7};
+  judged.last_arrivals[{5, kWorld}] = {10, 5};
+  std::vector<Evidence> evidence(6);
+  offer_last_arrival_time(members, judged, [](const MemberWait& m) { return m.process == 5; }, evidence);
+  EXPECT_FALSE(evidence[5].any());
 }
 
 }  // namespace
