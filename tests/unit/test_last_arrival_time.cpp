@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <vector>
 
 namespace culprit {
@@ -17,6 +18,18 @@ const auto kNotHeld = [](const MemberWait&) { return false; };
 
 MemberWait member(uint32_t process, uint64_t comm, double ops, uint32_t stage = 0) {
   return {process, comm, stage, FlowPlace{}, 1e6, 1e6, true, true, ops, {}};
+}
+
+// `process` judged in `comm` only, 2 ms per op late there at margin 2; the evidence of GPUs
+// 0..process offered its own time by `members` and `held`.
+std::vector<Evidence> offered_when_late(uint32_t process, uint64_t comm, const std::vector<MemberWait>& members,
+                                        const std::function<bool(const MemberWait&)>& held = kNotHeld) {
+  ArrivalJudgement judged;
+  judged.wait_deficits[{process, comm}] = {2e6, 0.2e6, 7};
+  judged.last_arrivals[{process, comm}] = {10, 5};
+  std::vector<Evidence> evidence(process + 1);
+  offer_last_arrival_time(members, judged, held, evidence);
+  return evidence;
 }
 
 TEST(LastArrivalTime, ALastArrivalsOwnTimeAddsOverItsCommunicators) {
@@ -38,35 +51,19 @@ TEST(LastArrivalTime, ALastArrivalsOwnTimeAddsOverItsCommunicators) {
 
 TEST(LastArrivalTime, APipelineStageInheritsItsLatenessAndIsNotOffered) {
   // A stage reaches the closing collective when its send/recv input lets it.
-  const std::vector<MemberWait> members = {member(2, kWorld, 10, 1)};
-  ArrivalJudgement judged;
-  judged.wait_deficits[{2, kWorld}] = {2e6, 0.2e6, 7};
-  judged.last_arrivals[{2, kWorld}] = {10, 5};
-  std::vector<Evidence> evidence(3);
-  offer_last_arrival_time(members, judged, kNotHeld, evidence);
-  EXPECT_FALSE(evidence[2].any());
+  EXPECT_FALSE(offered_when_late(2, kWorld, {member(2, kWorld, 10, 1)})[2].any());
+  EXPECT_TRUE(offered_when_late(2, kWorld, {member(2, kWorld, 10, 0)})[2].any());  // outside a pipeline
 }
 
 TEST(LastArrivalTime, AGpuNotJudgedInOneOfItsCommunicatorsIsNotOffered) {
   // Its lateness may come from the collective before, in the communicator it is not judged in.
-  const std::vector<MemberWait> members = {member(6, kWorld, 10), member(6, kData, 10)};
-  ArrivalJudgement judged;
-  judged.wait_deficits[{6, kData}] = {2e6, 0.2e6, 7};
-  judged.last_arrivals[{6, kData}] = {10, 5};
-  std::vector<Evidence> evidence(7);
-  offer_last_arrival_time(members, judged, kNotHeld, evidence);
-  EXPECT_FALSE(evidence[6].any());
+  EXPECT_FALSE(offered_when_late(6, kData, {member(6, kWorld, 10), member(6, kData, 10)})[6].any());
 }
 
 TEST(LastArrivalTime, AGpuOfANodeWhoseExitIsHeldIsNotOffered) {
   // Its kernel may wait for a GPU of its node blocked by a slow link over NVLink.
-  const std::vector<MemberWait> members = {member(5, kWorld, 10)};
-  ArrivalJudgement judged;
-  judged.wait_deficits[{5, kWorld}] = {2e6, 0.2e6, 7};
-  judged.last_arrivals[{5, kWorld}] = {10, 5};
-  std::vector<Evidence> evidence(6);
-  offer_last_arrival_time(members, judged, [](const MemberWait& m) { return m.process == 5; }, evidence);
-  EXPECT_FALSE(evidence[5].any());
+  const auto held = [](const MemberWait& m) { return m.process == 5; };
+  EXPECT_FALSE(offered_when_late(5, kWorld, {member(5, kWorld, 10)}, held)[5].any());
 }
 
 }  // namespace
