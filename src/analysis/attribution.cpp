@@ -143,10 +143,10 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
   const ArrivalJudgement arrivals = judge_arrivals(members);
   explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds);
-  offer_last_arrival_time(
-      members, arrivals,
-      [&](const MemberWait& m) { return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg); },
-      evidence);
+  const auto held_from_beyond = [&](const MemberWait& m) {
+    return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg);
+  };
+  offer_last_arrival_time(members, arrivals, held_from_beyond, evidence);
   offer_unexplained_send_gpu_wait(obs, context, roles, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, cfg, evidence);

@@ -82,7 +82,6 @@ struct ChannelWait {
 // the least that the other end's half waited per op. `stage`: its pipeline stage (0: none);
 // `place`: its part there; `sends`/`receives`: whether it recorded a half of each kind;
 // `ops`: the most ops one of those connections recorded; `per_channel`: the same by channel.
-
 struct MemberWait {
   uint32_t process = 0;
   uint64_t comm_hash = 0;
