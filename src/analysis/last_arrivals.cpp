@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "analysis/robust_stats.hpp"
@@ -45,6 +46,7 @@ struct Deficit {
   bool hierarchy = false;
   WaitDeficit kept_waiting;
   std::vector<WaitDeficit> per_channel;
+  bool in_first_tree = false, in_second_tree = false;  // judged on a channel of each
 };
 
 using Groups = std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>>;
@@ -80,6 +82,18 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
 
+// Which tree of NCCL's double binary tree each channel of a group carries: the lower half of
+// the channels its members use the first, the upper half the mirrored second (FORMATS.md).
+std::map<int32_t, bool> second_tree_of(const std::vector<MemberWait>& group) {
+  std::set<int32_t> used;
+  for (const MemberWait& m : group)
+    for (const auto& [channel, w] : m.per_channel) used.insert(channel);
+  std::map<int32_t, bool> second;
+  size_t i = 0;
+  for (int32_t channel : used) second[channel] = 2 * i++ >= used.size();
+  return second;
+}
+
 // Per channel of a hierarchy, the departures of the members that send and receive there, in
 // a channel with four or more of them, each appended to its member's deficit.
 void add_channel_departures(const std::vector<MemberWait>& group, std::map<Who, Deficit>& out) {
@@ -87,11 +101,16 @@ void add_channel_departures(const std::vector<MemberWait>& group, std::map<Who, 
   for (const MemberWait& m : group)
     for (const auto& [channel, w] : m.per_channel)
       if (w.sends && w.receives) channels[channel].emplace_back(Who{m.process, m.comm_hash}, -w.longest_wait_ns);
+  const std::map<int32_t, bool> second_tree = second_tree_of(group);
   for (const auto& [channel, judged] : channels) {
     if (judged.size() < kMinPlace) continue;
     std::vector<double> waited_less;
     for (const auto& [who, figure] : judged) waited_less.push_back(figure);
-    for (size_t i = 0; i < judged.size(); ++i) out[judged[i].first].per_channel.push_back(departure(waited_less, i));
+    for (size_t i = 0; i < judged.size(); ++i) {
+      Deficit& d = out[judged[i].first];
+      d.per_channel.push_back(departure(waited_less, i));
+      (second_tree.at(channel) ? d.in_second_tree : d.in_first_tree) = true;
+    }
   }
 }
 
@@ -129,10 +148,10 @@ PeerOutlier weaker(const PeerOutlier& a, const PeerOutlier& b) { return a.margin
 //     a neighbour on it. Where every member waits for the whole collective, as in a tree's
 //     broadcast, its neighbours wait long on everybody and this test is weak.
 //   - its channels: a member's part differs channel by channel (NCCL's double binary tree
-//     makes a node a leaf in one tree where it is interior in the other, and a node's GPUs
-//     take turns at its ends), but a late member is late on every channel. It stands out on
-//     two channels or more, and on each channel it is judged in (among the members that send
-//     and receive there), and by its wait over them all.
+//     makes a node a leaf in one tree where it is interior in the other, the root of one a
+//     leaf of the other, and a node's GPUs take turns at its ends), but a late member is late
+//     on every channel. It stands out on each channel it is judged in (among the members that
+//     send and receive there), on channels of both trees, and by its wait over them all.
 PeerOutlier judged(const Deficit& d, double tail) {
   const PeerOutlier alone{t_of(d.wait), critical_t(d.wait.df, tail)};
   if (!d.hierarchy) return alone;
@@ -140,7 +159,7 @@ PeerOutlier judged(const Deficit& d, double tail) {
   const PeerOutlier wait{t_of(d.wait), critical_t(d.wait.df, half)};
   const PeerOutlier by_neighbours = weaker(wait, {t_of(d.kept_waiting), critical_t(d.kept_waiting.df, half)});
   PeerOutlier by_channels = wait;
-  if (d.per_channel.size() < 2) by_channels.t = 0;
+  if (!(d.in_first_tree && d.in_second_tree)) by_channels.t = 0;
   for (const WaitDeficit& c : d.per_channel) by_channels = weaker(by_channels, {t_of(c), critical_t(c.df, half)});
   return by_neighbours.margin() > by_channels.margin() ? by_neighbours : by_channels;
 }

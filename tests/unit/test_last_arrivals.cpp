@@ -99,24 +99,25 @@ TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
 
 TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
   // In a tree's broadcast every member waits for the whole collective: the neighbours of a
-  // late member wait on it no longer than on the others. Member 8 waited less on both channels
-  // it sends and receives on, and on the whole: late on every channel, it is named.
+  // late member wait on it no longer than on the others. Member 8 waited less on all four
+  // channels (0 and 1 carry the first tree, 2 and 3 the second) and on the whole: late on
+  // every channel, it is named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
   tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}});
-  const std::vector<double> channel0 = {1.9, 1.8, 2.0, 2.1, 1.9, 1.85, 1.95, 2.0, 0.8};
-  const std::vector<double> channel1 = {1.7, 1.8, 1.9, 1.75, 1.8, 1.7, 1.85, 1.9, 0.9};
-  for (size_t i = 0; i < tree.size(); ++i) {
-    wait_on_channel(tree[i], 0, channel0[i]);
-    wait_on_channel(tree[i], 1, channel1[i]);
-  }
+  const std::vector<double> first = {1.9, 1.8, 2.0, 2.1, 1.9, 1.85, 1.95, 2.0, 0.8};
+  const std::vector<double> second = {1.7, 1.8, 1.9, 1.75, 1.8, 1.7, 1.85, 1.9, 0.9};
+  for (size_t i = 0; i < tree.size(); ++i)
+    for (int32_t channel = 0; channel < 4; ++channel)
+      wait_on_channel(tree[i], channel, channel < 2 ? first[i] : second[i]);
   EXPECT_EQ(last_arrivals(tree).count({8, kComm}), 1u);
-  // Judged on one channel only, it may be where its part makes it wait less (the root of
-  // that channel's tree): not named.
-  tree.back().per_channel.erase(1);
+  // As much as the others on one channel: there it plays its part, not named.
+  wait_on_channel(tree.back(), 3, 1.8);
   EXPECT_TRUE(last_arrivals(tree).empty());
-  // On two channels, and as much as the others on one of them: its part, not named.
-  wait_on_channel(tree.back(), 1, 1.8);
+  // Judged on the channels of one tree only, which it may lead (the root of one tree is a
+  // leaf of the other): not named.
+  tree.back().per_channel.erase(2);
+  tree.back().per_channel.erase(3);
   EXPECT_TRUE(last_arrivals(tree).empty());
 }
 
