@@ -148,10 +148,11 @@ PeerOutlier weaker(const PeerOutlier& a, const PeerOutlier& b) { return a.margin
 //     a neighbour on it. Where every member waits for the whole collective, as in a tree's
 //     broadcast, its neighbours wait long on everybody and this test is weak.
 //   - its channels: a member's part differs channel by channel (NCCL's double binary tree
-//     makes a node a leaf in one tree where it is interior in the other, the root of one a
-//     leaf of the other, and a node's GPUs take turns at its ends), but a late member is late
-//     on every channel. It stands out on each channel it is judged in (among the members that
-//     send and receive there), on channels of both trees, and by its wait over them all.
+//     makes a node a leaf in one tree where it is interior in the other, over an even number
+//     of nodes the root of one a leaf of the other, and a node's GPUs take turns at its
+//     ends), but a late member is late on every channel. It stands out on each channel it is
+//     judged in (among the members that send and receive there), on channels of both trees,
+//     and by its wait over them all.
 PeerOutlier judged(const Deficit& d, double tail) {
   const PeerOutlier alone{t_of(d.wait), critical_t(d.wait.df, tail)};
   if (!d.hierarchy) return alone;

@@ -114,8 +114,8 @@ TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
   // As much as the others on one channel: there it plays its part, not named.
   wait_on_channel(tree.back(), 3, 1.8);
   EXPECT_TRUE(last_arrivals(tree).empty());
-  // Judged on the channels of one tree only, which it may lead (the root of one tree is a
-  // leaf of the other): not named.
+  // Judged on the channels of one tree only, which it may lead (over an even number of nodes
+  // the root of one tree is a leaf of the other): not named.
   tree.back().per_channel.erase(2);
   tree.back().per_channel.erase(3);
   EXPECT_TRUE(last_arrivals(tree).empty());
