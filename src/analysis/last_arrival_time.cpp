@@ -21,8 +21,8 @@ void offer_last_arrival_time(std::span<const MemberWait> members, const ArrivalJ
     if (!judged.wait_deficits.count({m.process, m.comm_hash})) unjudged_somewhere.insert(m.process);
   std::map<uint32_t, OwnTime> own;
   for (const MemberWait& m : members) {
-    if (unjudged_somewhere.count(m.process)) continue;
-    if (m.stage != 0) continue;  // a pipeline's stage inherits lateness from its send/recv input
+    // Unjudged somewhere, or a pipeline's stage (it inherits lateness from its send/recv input).
+    if (unjudged_somewhere.count(m.process) || m.stage != 0) continue;
     auto last = judged.last_arrivals.find({m.process, m.comm_hash});
     if (last == judged.last_arrivals.end() || held_from_beyond(m)) continue;
     OwnTime& t = own[m.process];

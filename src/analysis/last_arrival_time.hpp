@@ -17,11 +17,13 @@
 // count: in a tree a slow GPU's own sends queued on the wire (SendGpuWait a fifth of their
 // time, as a GPU ahead of the wire) where its late data went out in bursts.
 //
-// Only GPUs judged in every collective communicator they record connections in. The
-// last-arrival test's agreement guard asks a GPU judged in several to wait less in each, since
-// the GPU just past a slow link of one collective reaches the next one last; where it is not
-// judged in one (it only sends or only receives over the network there, or that
-// communicator has too few members), that is unknown. On a probing seed, the GPU past a 3.4x
+// Only GPUs judged in every collective communicator where a neighbour's half of one of
+// their connections was recorded (member_waits lists no other; a communicator whose peers'
+// nodes sent no data is not seen here, and so not asked about). The last-arrival test's
+// agreement guard asks a GPU judged in several to wait less in each, since the GPU just past
+// a slow link of one collective reaches the next one last; where it is not judged in one (it
+// only sends or only receives over the network there, or that communicator has too few
+// members), that is unknown. On a probing seed, the GPU past a 3.4x
 // link of a world ring, judged in its data-parallel ring only, was named.
 //
 // Only GPUs outside pipelines. A pipeline stage reaches a collective when its send/recv
