@@ -60,6 +60,22 @@ TEST(RobustStats, ClippedVarianceLeavesOutlierOutAndIsTighterThanTheMedian) {
   EXPECT_EQ(clipped_variance_of(std::vector<double>(5, 0.0)), 0);
 }
 
+TEST(RobustStats, ClippedVarianceOfAFigureMostlyAtItsBoundMeasuresTheRest) {
+  // A figure bounded at 0 where most members sit (a GPU's lateness that no receiver waited
+  // on): the departures of the others from their median are mostly exactly 0. Their spread is
+  // what the rest show, not none; one outlier among the rest is still left out.
+  std::vector<double> d(12, 0.0);
+  const std::vector<double> rest = normal_draws(8, 0.1, 11);
+  for (double r : rest) d.push_back(std::fabs(r));
+  const double with_bound = std::sqrt(clipped_variance_of(d));
+  EXPECT_GT(with_bound, 0.03);
+  EXPECT_LT(with_bound, 0.15);
+  d.push_back(5.0);
+  size_t left_out = 0;
+  EXPECT_NEAR(std::sqrt(clipped_variance_of(d, &left_out)), with_bound, 0.01);
+  EXPECT_EQ(left_out, 1u);
+}
+
 TEST(RobustStats, BetweenVarianceSubtractsUnequalNoise) {
   // Departures with spread sqrt(0.01 + v_i) for two very different noise levels: b is 0.01.
   std::vector<double> d, v;
