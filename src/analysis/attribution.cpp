@@ -13,6 +13,7 @@
 #include "analysis/attribution.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "analysis/blame.hpp"
@@ -70,7 +71,8 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
     if (evidence[p].any())
       out.push_back(context.name_of(p) + " " + name_of(evidence[p].culprit_class) + " " +
                     (evidence[p].stopped ? std::string("stopped") : std::to_string(evidence[p].ns) + " ns") +
-                    " (kernel/arrival lateness " + std::to_string(own_delay.late_ns[p]) + " ns)");
+                    " (kernel/arrival lateness " + std::to_string(own_delay.late_ns[p]) + " ns; found at " +
+                    std::filesystem::path(evidence[p].found_at.file_name()).filename().string() + ":" + std::to_string(evidence[p].found_at.line()) + ")");
   for (const WaitEdge& h : holds)
     out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
 }

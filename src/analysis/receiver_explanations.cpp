@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <source_location>
 #include <string>
 #include <utility>
 
@@ -31,8 +32,10 @@ struct Connection {
 class ReceiverTimes {
  public:
   // `share`: the chance that the class is right where the data cannot tell it from another.
-  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin, double share = 1) {
+  void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin, double share = 1,
+             std::source_location where = std::source_location::current()) {
     Time& t = times_[{process, cls}];
+    if (ns > t.longest_by_comm[comm]) t.found_at = where;
     t.longest_by_comm[comm] = std::max(t.longest_by_comm[comm], ns);
     t.margin = std::max(t.margin, margin);
     t.share = std::min(t.share, share);
@@ -44,17 +47,20 @@ class ReceiverTimes {
     for (const auto& [who, t] : times_) {
       double total = 0;
       for (const auto& [comm, ns] : t.longest_by_comm) total += ns;
-      if (who.second == CulpritClass::kGpuConsumer && !slow_everywhere(who.first, receives)) {
-        // Slow in some communicators and on time in others: no slow consumer. In the slow ones
-        // it feeds a GPU of its node over NVLink that is (hidden_consumers.hpp); where such a
-        // GPU shows itself, slow everywhere it receives, it waits on it.
+      const bool gpu_time = who.second == CulpritClass::kGpuConsumer || who.second == CulpritClass::kGpuProducer;
+      if (gpu_time && !slow_everywhere(who, receives)) {
+        // Slow in some communicators and on time in others: neither a slow consumer nor a slow
+        // GPU, which is slow in each. In the slow ones it feeds a GPU of its node over NVLink
+        // that is (hidden_consumers.hpp): its buffers held, its credit withheld, however that
+        // looks. Where such a GPU shows itself, slow to consume everywhere it receives, it
+        // waits on it.
         auto peers = slow_consumers.find(context.host_of(who.first));
-        if (peers != slow_consumers.end()) {
+        if (peers != slow_consumers.end() && std::ranges::find(peers->second, who.first) == peers->second.end()) {
           for (uint32_t peer : peers->second) holds.push_back({who.first, peer, total, "backpressure"});
           continue;
         }
       }
-      evidence[who.first].offer(total, who.second, std::nullopt, t.margin, t.share);
+      evidence[who.first].offer(total, who.second, std::nullopt, t.margin, t.share, t.found_at);
     }
   }
 
@@ -63,12 +69,15 @@ class ReceiverTimes {
     std::map<uint64_t, double> longest_by_comm;
     double margin = 0;  // the strongest of its parts
     double share = 1;   // the weakest identification of its class among its parts
+    std::source_location found_at;  // the test behind its longest part
   };
 
-  // Slow to consume in every communicator it receives in, as a GPU slow to consume is.
-  bool slow_everywhere(uint32_t process, const std::map<uint32_t, std::set<uint64_t>>& receives) const {
-    auto t = times_.find({process, CulpritClass::kGpuConsumer});
-    auto in = receives.find(process);
+  // Slow (in its class) in every communicator it receives in, as a GPU slow in its own work
+  // or slow to consume is.
+  bool slow_everywhere(const std::pair<uint32_t, CulpritClass>& who,
+                       const std::map<uint32_t, std::set<uint64_t>>& receives) const {
+    auto t = times_.find(who);
+    auto in = receives.find(who.first);
     if (t == times_.end() || in == receives.end()) return false;
     for (uint64_t comm : in->second)
       if (!t->second.longest_by_comm.count(comm)) return false;
@@ -80,7 +89,7 @@ class ReceiverTimes {
       const ProcessContext& context, const std::map<uint32_t, std::set<uint64_t>>& receives) const {
     std::map<std::string, std::vector<uint32_t>> by_host;
     for (const auto& [who, t] : times_)
-      if (who.second == CulpritClass::kGpuConsumer && slow_everywhere(who.first, receives))
+      if (who.second == CulpritClass::kGpuConsumer && slow_everywhere(who, receives))
         by_host[context.host_of(who.first)].push_back(who.first);
     return by_host;
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <source_location>
 
 #include "analysis/verdict_kinds.hpp"
 
@@ -23,17 +24,20 @@ struct Evidence {
   // data cannot tell from it (hidden_consumers.hpp), or of its class and not another's
   // (late_posters.hpp); 1 where nothing else would look the same.
   double identified_share = 1;
+  // Where the offer that won was made (NCCL_CULPRIT_DEBUG prints it): which test found it.
+  std::source_location found_at;
 
   // `share`: the evidence's identified_share (below 1 where the data cannot tell its class
   // from another's).
   void offer(double value, CulpritClass cls, std::optional<uint32_t> other = std::nullopt, double guard_margin = 0,
-             double share = 1) {
+             double share = 1, std::source_location where = std::source_location::current()) {
     if (stopped || value <= ns) return;
     ns = value;
     culprit_class = cls;
     peer = other;
     margin = guard_margin;
     identified_share = share;
+    found_at = where;
   }
   void stop() {
     *this = {};

@@ -320,6 +320,31 @@ TEST(ReceiverExplanations, AReceiverSlowToConsumeInOneCommunicatorOnlyWaitsOnIts
   EXPECT_TRUE(alone.holds.empty());
 }
 
+TEST(ReceiverExplanations, CreditWithheldInOneCommunicatorOnlyWaitsOnItsNodesSlowConsumer) {
+  // GPU 2 withheld credit in kComm, its class unknown (its node sent no data of that
+  // communicator), and gave it on time in kDp; GPU 3 consumes slowly in kDp, its only network
+  // receives. A GPU slow in its own work would be late in both: GPU 2 is held over NVLink by
+  // GPU 3 (slow_consumer in a ring+dp, where only the dp ring receives it from the network).
+  JobWithDataParallel job;
+  job.withhold_credit();
+  job.into_b().view.has_recv = false;
+  JobWithDataParallel::consume_slowly(job.dp_into(3), 1500);
+  job.run();
+  EXPECT_FALSE(job.evidence[2].any());
+  EXPECT_EQ(job.evidence[3].culprit_class, CulpritClass::kGpuConsumer);
+  ASSERT_EQ(job.holds.size(), 2u);  // its sender's wait on it, and its wait on GPU 3
+  expect_hold(job.holds[0], 1, 2, 10000, "no_credit");
+  expect_hold(job.holds[1], 2, 3, 10000, "backpressure");
+
+  // Where no GPU of its node is slow to consume everywhere, its withheld credit stays its own.
+  JobWithDataParallel alone;
+  alone.withhold_credit();
+  alone.into_b().view.has_recv = false;
+  alone.run();
+  EXPECT_EQ(alone.evidence[2].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(alone.evidence[2].identified_share, 0.5);
+}
+
 TEST(ReceiverExplanations, ALatePostWithItsOwnWorkMeasuredAndInOrderBlamesNobody) {
   Job job;
   job.withhold_credit();
