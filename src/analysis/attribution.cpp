@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <string>
 
 #include "analysis/blame.hpp"
 #include "analysis/connection_facts.hpp"
@@ -64,6 +65,11 @@ std::vector<std::string> mark_flight_recorder_stops(const FlightRecorderVerdict&
   return named_by;
 }
 
+// The test that found a process's evidence, as its source file and line.
+std::string where_found(const Evidence& e) {
+  return std::filesystem::path(e.found_at.file_name()).filename().string() + ":" + std::to_string(e.found_at.line());
+}
+
 // One line per process with self evidence and per hold (NCCL_CULPRIT_DEBUG=1).
 void describe_evidence(const ProcessContext& context, const std::vector<Evidence>& evidence,
                        const OwnDelay& own_delay, const std::vector<WaitEdge>& holds, std::vector<std::string>& out) {
@@ -72,7 +78,7 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
       out.push_back(context.name_of(p) + " " + name_of(evidence[p].culprit_class) + " " +
                     (evidence[p].stopped ? std::string("stopped") : std::to_string(evidence[p].ns) + " ns") +
                     " (kernel/arrival lateness " + std::to_string(own_delay.late_ns[p]) + " ns; found at " +
-                    std::filesystem::path(evidence[p].found_at.file_name()).filename().string() + ":" + std::to_string(evidence[p].found_at.line()) + ")");
+                    where_found(evidence[p]) + ")");
   for (const WaitEdge& h : holds)
     out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
 }

@@ -34,9 +34,12 @@ class ProcessContext {
   const std::vector<GlobalProcess>& processes() const { return processes_; }
   size_t size() const { return processes_.size(); }
   const std::string& host_of(uint32_t process) const { return processes_[process].host; }
-  // host:pid, as notes and debug lines name a process.
+  // host:pid, as notes and debug lines name a process; "host rank R" where no input names its
+  // pid (probing's exports), "host:?" where neither is known.
   std::string name_of(uint32_t process) const {
-    return processes_[process].host + ":" + std::to_string(processes_[process].pid);
+    const GlobalProcess& p = processes_[process];
+    if (p.pid >= 0) return p.host + ":" + std::to_string(p.pid);
+    return p.rank >= 0 ? p.host + " rank " + std::to_string(p.rank) : p.host + ":?";
   }
   size_t placeholders() const { return placeholders_; }
   const std::map<RankKey, uint32_t>& rank_map() const { return process_of_rank_; }
