@@ -131,7 +131,8 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   // Watchdog snapshots may name ranks known only as peers: judged before the process table
   // is final.
   InflightVerdict in_flight =
-      judge_inflight(obs, [&](uint64_t comm, int32_t rank) { return context.process_of(comm, rank); });
+      judge_inflight(obs, [&](uint64_t comm, int32_t rank) { return context.process_of(comm, rank); },
+                     [&](uint64_t comm) { return context.ranks_are_global(comm); });
   out.notes.insert(out.notes.end(), in_flight.notes.begin(), in_flight.notes.end());
   FlightRecorderVerdict flight = judge_flight_recorder(
       obs, [&](int64_t rank, const std::string& label) { return context.process_of_global_rank(rank, label); });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <string>
 
 namespace culprit {
 namespace {
@@ -37,6 +38,15 @@ std::map<uint64_t, CommSnapshot> snapshots_of(const Observations& obs) {
   return comms;
 }
 
+// The ranks below a communicator's highest that no record names (header).
+std::set<int32_t> unrecorded_ranks(const CommSnapshot& s) {
+  std::set<int32_t> missing;
+  if (s.members.empty()) return missing;
+  for (int32_t r = 0; r < *s.members.rbegin(); ++r)
+    if (!s.members.count(r)) missing.insert(r);
+  return missing;
+}
+
 // The newest collective each (communicator, rank) reached by any record (proxy ops, kernel
 // records, snapshots): a member that reached N is not behind N.
 std::map<std::pair<uint64_t, int32_t>, uint64_t> reached_of(const Observations& obs) {
@@ -46,18 +56,31 @@ std::map<std::pair<uint64_t, int32_t>, uint64_t> reached_of(const Observations& 
   return reached;
 }
 
+// What the note adds for the stopped members that no record named.
+std::string unrecorded_note(const std::vector<int32_t>& ranks) {
+  if (ranks.empty()) return "";
+  std::string list;
+  for (int32_t r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return "; rank(s) " + list + " named by no record at all (a gap below the communicator's highest rank)";
+}
+
 }  // namespace
 
 InflightVerdict judge_inflight(const Observations& obs,
-                               const std::function<uint32_t(uint64_t, int32_t)>& process_of) {
+                               const std::function<uint32_t(uint64_t, int32_t)>& process_of,
+                               const std::function<bool(uint64_t)>& ranks_are_global) {
   InflightVerdict v;
   if (obs.inflight.empty()) return v;
   for (const InflightRecord& f : obs.inflight) v.in_flight.insert(f.process);
   const auto reached = reached_of(obs);
 
-  for (const auto& [comm, s] : snapshots_of(obs)) {
+  for (auto& [comm, s] : snapshots_of(obs)) {
     if (!s.has_collective || s.inside_newest.empty()) continue;
+    const std::set<int32_t> unrecorded =
+        ranks_are_global && ranks_are_global(comm) ? unrecorded_ranks(s) : std::set<int32_t>{};
+    s.members.insert(unrecorded.begin(), unrecorded.end());
     std::vector<uint32_t> stopped_here;
+    std::vector<int32_t> stopped_unrecorded;
     for (int32_t rank : s.members) {
       if (s.inside_newest.count(rank)) continue;
       auto r = reached.find({comm, rank});
@@ -66,6 +89,9 @@ InflightVerdict judge_inflight(const Observations& obs,
       if (v.in_flight.count(p)) continue;  // inside another communicator's operation: blocked
       stopped_here.push_back(p);
       v.stopped.insert(p);
+      if (!unrecorded.count(rank)) continue;
+      v.unrecorded.insert(p);
+      stopped_unrecorded.push_back(rank);
     }
     if (stopped_here.empty()) continue;
     for (int32_t rank : s.inside_newest) {
@@ -77,7 +103,8 @@ InflightVerdict judge_inflight(const Observations& obs,
     std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(comm));
     v.notes.push_back("in-flight snapshot: " + std::to_string(s.inside_newest.size()) + " rank(s) of comm " +
                       std::string(hash).substr(0, 8) + " still inside collective " + std::to_string(s.newest) +
-                      ", " + std::to_string(stopped_here.size()) + " member(s) never entered it");
+                      ", " + std::to_string(stopped_here.size()) + " member(s) never entered it" +
+                      unrecorded_note(stopped_unrecorded));
   }
 
   // Point-to-point: a rank alive inside a send or receive whose peer is inside nothing at

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string>
+
+#include "analysis/launch_layout.hpp"
 
 namespace culprit {
 
@@ -16,11 +20,23 @@ ProcessContext::ProcessContext(const Observations& obs) : processes_(obs.process
   }
   for (const EdgeSummary& e : obs.edges)
     n_ranks_[e.key.comm_hash] = std::max({n_ranks_[e.key.comm_hash], e.key.src_rank + 1, e.key.dst_rank + 1});
+  std::set<uint64_t> not_global;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (processes_[c.process].rank == c.rank) global_ordered_.insert(c.comm_hash);
+    else not_global.insert(c.comm_hash);
+  }
+  for (uint64_t comm : not_global) global_ordered_.erase(comm);
 }
 
 uint32_t ProcessContext::process_of(uint64_t comm_hash, int32_t rank) {
   auto it = process_of_rank_.find({comm_hash, rank});
   if (it != process_of_rank_.end()) return it->second;
+  if (ranks_are_global(comm_hash)) {
+    auto known = process_of_global_rank_.find(rank);
+    uint32_t id = known != process_of_global_rank_.end() ? known->second : placeholder_of_global_rank(rank);
+    process_of_rank_[{comm_hash, rank}] = id;
+    return id;
+  }
   auto id = static_cast<uint32_t>(processes_.size());
   char hash[24];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(comm_hash));
@@ -35,6 +51,17 @@ uint32_t ProcessContext::process_of_global_rank(int64_t rank, const std::string&
   if (it != process_of_global_rank_.end()) return it->second;
   auto id = static_cast<uint32_t>(processes_.size());
   processes_.push_back({"", -1, rank, missing});
+  ++placeholders_;
+  process_of_global_rank_[rank] = id;
+  return id;
+}
+
+uint32_t ProcessContext::placeholder_of_global_rank(int64_t rank) {
+  const std::optional<std::string> host = host_by_block_layout(processes_, rank);
+  auto id = static_cast<uint32_t>(processes_.size());
+  processes_.push_back({host.value_or("(no data)"), -1, rank,
+                        "global rank " + std::to_string(rank) + ", no records" +
+                            (host ? "; host from the launch layout" : "")});
   ++placeholders_;
   process_of_global_rank_[rank] = id;
   return id;

@@ -4,7 +4,9 @@
 // A rank known only as somebody's peer (its node sent no data) gets a placeholder process
 // the first time a later pass asks for it, named after its communicator and rank, so that
 // evidence and waits can still point at it; placeholders() counts them (the results are
-// then partial).
+// then partial). In a communicator whose ranks are the global ranks (every process seen in it
+// holds global rank = its rank there: the world communicator), the placeholder is that
+// global rank's, on the host the launch layout places it (launch_layout.hpp) where it does.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +47,9 @@ class ProcessContext {
   const std::map<RankKey, uint32_t>& rank_map() const { return process_of_rank_; }
   // Ranks per communicator: one more than the highest rank any record names.
   const std::map<uint64_t, int32_t>& n_ranks() const { return n_ranks_; }
+  // Whether a communicator's ranks are the global ranks (above): a rank of it that no record
+  // names is then a known GPU.
+  bool ranks_are_global(uint64_t comm_hash) const { return global_ordered_.count(comm_hash) > 0; }
   // A communicator some rank ran a collective on (else it runs only send/recv).
   bool is_collective(uint64_t comm_hash) const { return collective_comms_.count(comm_hash) > 0; }
   // A process that recorded a communicator rank of its own (placeholders did not).
@@ -53,11 +58,15 @@ class ProcessContext {
   std::map<uint32_t, std::set<uint64_t>> comms_of_processes() const;
 
  private:
+  // A placeholder for a global rank no input holds, on its host by the launch layout.
+  uint32_t placeholder_of_global_rank(int64_t rank);
+
   std::vector<GlobalProcess> processes_;
   std::map<RankKey, uint32_t> process_of_rank_;
   std::map<int64_t, uint32_t> process_of_global_rank_;
   std::map<uint64_t, int32_t> n_ranks_;
   std::set<uint64_t> collective_comms_;
+  std::set<uint64_t> global_ordered_;
   std::set<uint32_t> with_records_;
   size_t placeholders_ = 0;
 };

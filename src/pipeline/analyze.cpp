@@ -157,7 +157,8 @@ AnalysisResults assemble(const AnalyzeOptions& o, const Communicator& comm, cons
   for (std::string& note : reader_notes(inputs)) r.info.notes.push_back(std::move(note));
   if (a.ranks_without_data > 0)
     r.info.notes.push_back(std::to_string(a.ranks_without_data) +
-                           " rank(s) known only as peers of others: no input holds records of theirs");
+                           " rank(s) with no records of their own (named as others' peers, or missing from a "
+                           "communicator's ranks): no input holds records of theirs");
   r.info.status = partial ? "partial" : "ok";
   r.info.notes.insert(r.info.notes.end(), notes.begin(), notes.end());
   r.info.notes.insert(r.info.notes.end(), a.notes.begin(), a.notes.end());

@@ -117,7 +117,7 @@ TEST(ConnectionFacts, OneEndedConnectionsAreNotedByWhetherTheOtherEndHasData) {
   ConnectionFacts facts = judge_connections(obs, ctx, AttributionConfig{});
   EXPECT_EQ(ctx.placeholders(), 1u);
   EXPECT_EQ(facts.edges[2].dst, 3u);  // a placeholder after the three processes with data
-  EXPECT_EQ(ctx.processes()[3].label, "comm f00df00d rank 3");
+  EXPECT_EQ(ctx.processes()[3].label, "global rank 3, no records");  // the world's ranks are global
   ASSERT_EQ(facts.notes.size(), 2u);
   EXPECT_EQ(facts.notes[0].rfind("1 connection(s) recorded by one end only: the other end is in the input", 0), 0u);
   EXPECT_EQ(facts.notes[1].rfind("1 connection(s) seen from one end only: the other end has no data at all", 0), 0u);

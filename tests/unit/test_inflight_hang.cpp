@@ -39,12 +39,33 @@ struct Table {
     f.age_ns = 20'000'000'000ull;
     obs.inflight.push_back(f);
   }
-  InflightVerdict judge() {
-    return judge_inflight(obs, [this](uint64_t c, int32_t r) { return process_of(c, r); });
+  InflightVerdict judge(bool world_ranks_are_global = false) {
+    return judge_inflight(
+        obs, [this](uint64_t c, int32_t r) { return process_of(c, r); },
+        [world_ranks_are_global](uint64_t c) { return world_ranks_are_global && c == kWorld; });
   }
   Observations obs;
   std::map<std::pair<uint64_t, int32_t>, uint32_t> extra;
 };
+
+TEST(InflightHang, ARankNoRecordNamesBelowTheHighestIsAMemberWhereRanksAreGlobal) {
+  // Rank 3 stopped before collective 6 and, inside its node's chain, has no network
+  // connection: no record of any kind names it. Every other rank is inside 6.
+  Table t(8);
+  for (int r = 0; r < 8; ++r)
+    if (r != 3) t.alive(kWorld, r, static_cast<uint32_t>(r), 6);
+  EXPECT_TRUE(t.judge().stopped.empty());  // without knowing the ranks are global: not a member
+  InflightVerdict v = t.judge(true);
+  EXPECT_EQ(v.stopped, (std::set<uint32_t>{3}));
+  EXPECT_EQ(v.unrecorded, (std::set<uint32_t>{3}));
+  EXPECT_EQ(v.waits.size(), 7u);
+  ASSERT_EQ(v.notes.size(), 1u);
+  EXPECT_NE(v.notes[0].find("rank(s) 3 named by no record"), std::string::npos);
+  // The highest rank cannot be missed so: rank 7 absent leaves a communicator of seven.
+  Table last(8);
+  for (int r = 0; r < 7; ++r) last.alive(kWorld, r, static_cast<uint32_t>(r), 6);
+  EXPECT_TRUE(last.judge(true).stopped.empty());
+}
 
 TEST(InflightHang, TheMemberThatNeverEnteredIsStopped) {
   Table t(8);

@@ -76,13 +76,39 @@ TEST(ProcessContext, APeerWithoutDataGetsOneNamedPlaceholder) {
   const GlobalProcess& p = ctx.processes()[ghost];
   EXPECT_EQ(p.host, "(no data)");
   EXPECT_EQ(p.pid, -1);
-  EXPECT_EQ(p.rank, -1);
-  EXPECT_EQ(p.label, "comm f00df00d rank 5");
+  // kWorld's ranks are the global ranks of the processes seen in it: the placeholder is
+  // global rank 5's.
+  EXPECT_TRUE(ctx.ranks_are_global(kWorld));
+  EXPECT_EQ(p.rank, 5);
+  EXPECT_EQ(p.label, "global rank 5, no records");
   EXPECT_EQ(ctx.rank_map().at({kWorld, 5}), ghost);
   EXPECT_FALSE(ctx.has_records(ghost));
-  // The same rank number of another communicator is another process.
-  EXPECT_NE(ctx.process_of(kPipe, 5), ghost);
+  // The same rank number of another communicator is another process, named by it.
+  EXPECT_FALSE(ctx.ranks_are_global(kPipe));
+  const uint32_t pipe_ghost = ctx.process_of(kPipe, 5);
+  EXPECT_NE(pipe_ghost, ghost);
+  EXPECT_EQ(ctx.processes()[pipe_ghost].rank, -1);
+  EXPECT_EQ(ctx.processes()[pipe_ghost].label, "comm 1234abcd rank 5");
   EXPECT_EQ(ctx.placeholders(), 2u);
+}
+
+TEST(ProcessContext, AGlobalRankNoRecordNamesIsPlacedOnItsHostByTheLaunchLayout) {
+  // Two nodes of four GPUs, global ranks in blocks (node0: 0-3, node1: 4-7); rank 6 recorded
+  // nothing at all. A snapshot's gap at world rank 6 is node1's GPU.
+  Observations obs;
+  for (int r = 0; r < 8; ++r) {
+    if (r == 6) continue;
+    obs.processes.push_back({"node" + std::to_string(r / 4), -1, r, ""});
+    obs.comm_ranks.push_back(member(kWorld, r, static_cast<uint32_t>(obs.processes.size() - 1), true));
+  }
+  ProcessContext ctx(obs);
+  const uint32_t six = ctx.process_of(kWorld, 6);
+  EXPECT_EQ(six, 7u);
+  EXPECT_EQ(ctx.processes()[six].host, "node1");
+  EXPECT_EQ(ctx.processes()[six].rank, 6);
+  EXPECT_EQ(ctx.processes()[six].label, "global rank 6, no records; host from the launch layout");
+  EXPECT_EQ(ctx.name_of(six), "node1 rank 6");
+  EXPECT_EQ(ctx.placeholders(), 1u);
 }
 
 TEST(ProcessContext, RecordsAndCommunicatorsBelongToTheProcessesThatHoldRanks) {
