@@ -164,6 +164,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_own_time_roots(own_delay, facts.edges, holds);
+  drop_holds_of_stopped(evidence, holds);
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);

@@ -16,4 +16,8 @@ void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<E
   std::erase_if(holds, [&](const WaitEdge& h) { return roots.count(h.from) > 0; });
 }
 
+void drop_holds_of_stopped(const std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds) {
+  std::erase_if(holds, [&](const WaitEdge& h) { return h.from < evidence.size() && evidence[h.from].stopped; });
+}
+
 }  // namespace culprit

@@ -9,6 +9,12 @@
 // while its own link back to the previous one is slow. Kept as a victim there, it would hide
 // the second fault: the graph's roots are the sinks of the holds.
 //
+// So is a process that stopped (a hang): whatever it waited for before it stopped, everyone
+// now waits for it, and it waits for nobody (a member inside some operation at a snapshot is
+// blocked there, not stopped: inflight_hang.hpp). Kept waiting on an earlier credit, a GPU
+// that never entered a pipeline+world job's AllReduce (seed 2222) passed its whole hang on to
+// a neighbouring stage's late post.
+//
 // What it cannot tell apart: two faults on one process (its root carries both).
 #pragma once
 
@@ -16,6 +22,7 @@
 
 #include "analysis/connection_facts.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/self_evidence.hpp"
 #include "analysis/wait_graph.hpp"
 
 namespace culprit {
@@ -24,5 +31,8 @@ namespace culprit {
 // any gaps were compared) and of every process that sends on a slow wire (facts).
 void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<EdgeFacts>& facts,
                                   std::vector<WaitEdge>& holds);
+
+// Drops the holds of every process whose evidence says it stopped.
+void drop_holds_of_stopped(const std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds);
 
 }  // namespace culprit

@@ -39,8 +39,9 @@ struct Evidence {
     identified_share = share;
     found_at = where;
   }
-  void stop() {
+  void stop(std::source_location where = std::source_location::current()) {
     *this = {};
+    found_at = where;
     stopped = true;
     culprit_class = CulpritClass::kHang;
     margin = std::numeric_limits<double>::infinity();

@@ -1,4 +1,4 @@
-// drop_holds_of_own_time_roots: a process slow on its own is a root whatever it waits for.
+// drop_holds_of_own_time_roots, drop_holds_of_stopped: a root whatever it also waits for.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -58,6 +58,20 @@ TEST(OwnTimeRoots, AGpuWithSlowGapsKeepsNoHoldWhereGapsWereCompared) {
   delay.have_gaps = false;
   drop_holds_of_own_time_roots(delay, {}, holds);
   EXPECT_EQ(holds.size(), 3u);
+}
+
+TEST(OwnTimeRoots, AStoppedProcessKeepsNoHold) {
+  // Stage 1 stopped (a hang) after waiting for stage 2's credit: it waits for nobody now.
+  // Stage 0's wait on it stays; a stage slow in its own way keeps its holds here.
+  std::vector<WaitEdge> holds = pipeline_holds();
+  std::vector<Evidence> evidence(4);
+  evidence[1].stop();
+  evidence[3].offer(1e6, CulpritClass::kGpuProducer);
+  drop_holds_of_stopped(evidence, holds);
+  ASSERT_EQ(holds.size(), 2u);
+  EXPECT_EQ(holds[0].from, 0u);
+  EXPECT_EQ(holds[0].to, 1u);
+  EXPECT_EQ(holds[1].from, 3u);
 }
 
 }  // namespace
