@@ -35,7 +35,10 @@ class ReceiverTimes {
   void offer(uint32_t process, uint64_t comm, double ns, CulpritClass cls, double margin, double share = 1,
              std::source_location where = std::source_location::current()) {
     Time& t = times_[{process, cls}];
-    if (ns > t.longest_by_comm[comm]) t.found_at = where;
+    if (ns > t.longest_part) {
+      t.longest_part = ns;
+      t.found_at = where;
+    }
     t.longest_by_comm[comm] = std::max(t.longest_by_comm[comm], ns);
     t.margin = std::max(t.margin, margin);
     t.share = std::min(t.share, share);
@@ -69,7 +72,8 @@ class ReceiverTimes {
     std::map<uint64_t, double> longest_by_comm;
     double margin = 0;  // the strongest of its parts
     double share = 1;   // the weakest identification of its class among its parts
-    std::source_location found_at;  // the test behind its longest part
+    double longest_part = 0;        // the longest single offer, and the test that made it
+    std::source_location found_at;
   };
 
   // Slow (in its class) in every communicator it receives in, as a GPU slow in its own work
