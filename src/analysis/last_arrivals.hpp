@@ -29,9 +29,10 @@
 //     ends), while a late member is late on every channel; so it must also stand out on each
 //     channel it is judged in (against the members that send and receive there, four or
 //     more), channels of both trees among them (the lower half of the channels its
-//     communicator uses carries the first tree, the upper half the second). In simulated healthy trees the longest wait alone stood out
-//     at t 13.4 (six members) and 5.9 (16 members of one connection count in a tree of 66);
-//     one member judged on one channel only stood out there at t 9.8. The neighbours' test
+//     communicator uses carries the first tree, the upper half the second). In simulated
+//     healthy trees the longest wait alone stood out at t 13.4 (six members) and 5.9 (16
+//     members of one connection count in a tree of 66); one member judged on one channel
+//     only stood out there at t 9.8. The neighbours' test
 //     is weak where every member waits for the whole collective: on four probing seeds, GPUs
 //     slow enough to cost a tree 5 % or more and left unnamed stood out by their wait at t
 //     up to 21, by their neighbours' at 7.3 at most, mostly under 3.

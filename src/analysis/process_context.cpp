@@ -32,8 +32,8 @@ uint32_t ProcessContext::process_of(uint64_t comm_hash, int32_t rank) {
   auto it = process_of_rank_.find({comm_hash, rank});
   if (it != process_of_rank_.end()) return it->second;
   if (ranks_are_global(comm_hash)) {
-    auto known = process_of_global_rank_.find(rank);
-    uint32_t id = known != process_of_global_rank_.end() ? known->second : placeholder_of_global_rank(rank);
+    const bool known = process_of_global_rank_.count(rank) > 0;
+    const uint32_t id = known ? process_of_global_rank(rank, "") : placeholder_of_global_rank(rank);
     process_of_rank_[{comm_hash, rank}] = id;
     return id;
   }
@@ -58,12 +58,9 @@ uint32_t ProcessContext::process_of_global_rank(int64_t rank, const std::string&
 
 uint32_t ProcessContext::placeholder_of_global_rank(int64_t rank) {
   const std::optional<std::string> host = host_by_block_layout(processes_, rank);
-  auto id = static_cast<uint32_t>(processes_.size());
-  processes_.push_back({host.value_or("(no data)"), -1, rank,
-                        "global rank " + std::to_string(rank) + ", no records" +
-                            (host ? "; host from the launch layout" : "")});
-  ++placeholders_;
-  process_of_global_rank_[rank] = id;
+  const uint32_t id = process_of_global_rank(
+      rank, "global rank " + std::to_string(rank) + ", no records" + (host ? "; host from the launch layout" : ""));
+  processes_[id].host = host.value_or("(no data)");
   return id;
 }
 

@@ -58,7 +58,8 @@ class ProcessContext {
   std::map<uint32_t, std::set<uint64_t>> comms_of_processes() const;
 
  private:
-  // A placeholder for a global rank no input holds, on its host by the launch layout.
+  // A placeholder for a global rank no input holds (process_of_global_rank's), on its host
+  // by the launch layout.
   uint32_t placeholder_of_global_rank(int64_t rank);
 
   std::vector<GlobalProcess> processes_;

@@ -50,11 +50,13 @@ double clipped_variance_of(const std::vector<double>& departures, size_t* clippe
   // the bound, as a wait no one was kept in): their median measures no spread at all, whatever
   // the others show. The spread of those off the center starts instead (as robust to an
   // outlier among them); the clipping below counts every departure.
-  std::vector<double> off_center;
-  for (double d : departures)
-    if (d != 0) off_center.push_back(d);
-  if (2 * off_center.size() <= departures.size() && !off_center.empty())
+  const auto at_center = static_cast<size_t>(std::count(departures.begin(), departures.end(), 0.0));
+  if (2 * at_center >= departures.size() && at_center < departures.size()) {
+    std::vector<double> off_center;
+    for (double d : departures)
+      if (d != 0) off_center.push_back(d);
     variance = between_variance_of(off_center, std::vector<double>(off_center.size(), 0.0));
+  }
   size_t left_out = 0;
   for (int iteration = 0; iteration < 5 && variance > 0; ++iteration) {
     const double bound = kClipDeviations * kClipDeviations * variance;
