@@ -59,10 +59,13 @@ struct KeyDecomposer {
   }
 };
 
-// The nineteen values of an EdgeSummary, in its field order after the key: sums, except
-// slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that know it.
-constexpr int kSumCount = 19;
+// The twenty-one values of an EdgeSummary, in its field order after the key: sums, except
+// the minima: slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that
+// know it, and slot kSendOpMinSlot, the quickest send op's SendWait per step over the
+// kSendOpMinSlot + 1 send ops with steps.
+constexpr int kSumCount = 21;
 constexpr int kMinSlot = 16;
+constexpr int kSendOpMinSlot = 19;
 struct Sums {
   uint64_t v[kSumCount];
 };
@@ -78,9 +81,11 @@ struct MergeSums {
     Sums r;
     for (int i = 0; i < kSumCount; ++i) r.v[i] = sat_add(a.v[i], b.v[i]);
     // As min_of_known on the CPU: a count of 0 means the minimum is unknown.
-    const uint64_t a_ops = a.v[kMinSlot + 1], b_ops = b.v[kMinSlot + 1];
-    r.v[kMinSlot] = a_ops == 0 ? b.v[kMinSlot] : b_ops == 0 ? a.v[kMinSlot]
-                  : (a.v[kMinSlot] < b.v[kMinSlot] ? a.v[kMinSlot] : b.v[kMinSlot]);
+    const int min_slots[] = {kMinSlot, kSendOpMinSlot};
+    for (int m : min_slots) {
+      const uint64_t a_ops = a.v[m + 1], b_ops = b.v[m + 1];
+      r.v[m] = a_ops == 0 ? b.v[m] : b_ops == 0 ? a.v[m] : (a.v[m] < b.v[m] ? a.v[m] : b.v[m]);
+    }
     return r;
   }
 };
@@ -107,6 +112,10 @@ struct Contribution {
         s.v[15] = 1;                   // send_wait_min_ops
       }
       s.v[18] = r.wire_queued_steps;  // send_wire_queued_steps
+      if (steps) {
+        s.v[kSendOpMinSlot] = r.phase_ns[2] / steps;  // send_op_wait_min_ns (SendWait per step)
+        s.v[kSendOpMinSlot + 1] = 1;                  // send_op_wait_min_ops
+      }
     } else {
       s.v[3] = r.phase_ns[3];
       s.v[4] = r.phase_ns[4];

@@ -146,7 +146,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   Lanes lanes(obs, facts.edges, context);
   offer_slow_wires(obs, facts.edges, evidence);
   const LazyPeerRoles roles(context, obs);  // built only by an input without kernel clocks or wire timing
-  offer_slow_send_waits(obs, roles, facts.edges, evidence);
+  offer_slow_send_waits(obs, roles, facts.edges, cfg, evidence);
   // Judged only where some GPU's own work is unmeasured (an input without kernel clocks).
   const std::vector<MemberWait> members =
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());

@@ -48,6 +48,7 @@ EdgeView view_of(const EdgeSummary& e) {
   if (e.send_wait_min_ops)
     v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
   if (e.recv_gpu_wait_min_ops) v.consume_min_ns = static_cast<double>(e.recv_gpu_wait_min_ns);
+  if (e.send_op_wait_min_ops) v.quickest_op_send_wait_ns = static_cast<double>(e.send_op_wait_min_ns);
   return v;
 }
 

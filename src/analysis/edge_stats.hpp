@@ -90,6 +90,9 @@ struct EdgeView {
   // Shortest single-step RecvGpuWait over the window's receive ops, where the input times
   // steps (unknown for probing's sums).
   std::optional<double> consume_min_ns;
+  // The quickest send op's SendWait per step, where its send ops carry steps
+  // (EdgeSummary::send_op_wait_min_ns).
+  std::optional<double> quickest_op_send_wait_ns;
 };
 
 EdgeView view_of(const EdgeSummary& e);

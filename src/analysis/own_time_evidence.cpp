@@ -5,11 +5,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/own_work_stragglers.hpp"
 #include "analysis/peer_roles.hpp"
 #include "analysis/place_peers.hpp"
 #include "analysis/queue_pair_wires.hpp"
+#include "analysis/robust_stats.hpp"
 #include "analysis/send_wait_peers.hpp"
 #include "analysis/unexplained_send_gpu_wait.hpp"
 
@@ -129,23 +132,50 @@ void offer_slow_wires(const Observations& obs, const std::vector<EdgeFacts>& fac
                                    CulpritClass::kNetworkLink, facts[i].dst, facts[i].link_margin);
 }
 
+namespace {
+
+// Per collective communicator, its pace from its connections with a send half.
+std::map<uint64_t, CollectivePace> collective_paces(const Observations& obs, const std::vector<EdgeFacts>& facts) {
+  std::map<uint64_t, std::pair<std::vector<double>, std::vector<double>>> samples;
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    if (f.src == f.dst || !f.view.has_send || f.p2p) continue;
+    auto& [cycles, waits] = samples[obs.edges[i].key.comm_hash];
+    cycles.push_back(f.view.send_cycle_ns);
+    waits.push_back(f.view.step_ns[kSendWait]);
+  }
+  std::map<uint64_t, CollectivePace> paces;
+  for (const auto& [comm, s] : samples) paces[comm] = {median_of(s.first), median_of(s.second)};
+  return paces;
+}
+
+}  // namespace
+
 void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, const std::vector<EdgeFacts>& facts,
-                           std::vector<Evidence>& evidence) {
+                           const AttributionConfig& cfg, std::vector<Evidence>& evidence) {
   // Where any connection is timed step by step, the wire tests judge every wire.
   for (const EdgeFacts& f : facts)
     if (f.view.wire_ns > 0 || f.view.send_wait_min_ns > 0) return;
   std::vector<SendWaitFigure> sends;
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];
-    if (f.src == f.dst || !f.view.has_send || !f.p2p) continue;  // send/recv only (send_wait_peers.hpp)
+    if (f.src == f.dst || !f.view.has_send) continue;
+    // Send/recv connections by their SendWait per step, collectives' by their quickest op's
+    // (send_wait_peers.hpp).
+    const double per_step = f.p2p ? f.view.step_ns[kSendWait] : f.view.quickest_op_send_wait_ns.value_or(0);
     const EdgeSummary& e = obs.edges[i];
-    sends.push_back({i, f.src, e.key.comm_hash, e.key.src_rank, f.dst, e.key.dst_rank, f.view.step_ns[kSendWait],
+    sends.push_back({i, f.src, e.key.comm_hash, e.key.src_rank, f.dst, e.key.dst_rank, per_step,
                      static_cast<double>(e.send_steps)});
   }
   if (sends.empty()) return;
-  for (const SlowSendWait& slow : slow_send_waits(roles.get(), sends))
-    evidence[facts[slow.connection].src].offer(slow.excess_ns, CulpritClass::kNetworkLink, facts[slow.connection].dst,
-                                               slow.margin);
+  const std::map<uint64_t, CollectivePace> paces = collective_paces(obs, facts);
+  for (const SlowSendWait& slow : slow_send_waits(roles.get(), sends)) {
+    const EdgeFacts& f = facts[slow.connection];
+    if (!f.p2p && !sets_the_pace(f.view.quickest_op_send_wait_ns.value_or(0),
+                                 paces.at(obs.edges[slow.connection].key.comm_hash), cfg.link_ratio))
+      continue;  // a collective's link queued behind its flow, not slow
+    evidence[f.src].offer(slow.excess_ns, CulpritClass::kNetworkLink, f.dst, slow.margin);
+  }
 }
 
 void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,

@@ -32,9 +32,11 @@ void offer_unexplained_send_gpu_wait(const Observations& observations, const Pro
 
 // Where no connection of the input is timed step by step (probing's sums): offers
 // network_link to the senders of send/recv connections whose SendWait stands beyond their
-// peers' (send_wait_peers.hpp).
+// peers', and of collective connections whose quickest op's does and that set their
+// communicator's pace (send_wait_peers.hpp).
 void offer_slow_send_waits(const Observations& observations, const LazyPeerRoles& roles,
-                           const std::vector<EdgeFacts>& facts, std::vector<Evidence>& evidence);
+                           const std::vector<EdgeFacts>& facts, const AttributionConfig& cfg,
+                           std::vector<Evidence>& evidence);
 
 // Offers each late GPU's own delay as gpu_producer (it replaces a weaker consumer class).
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence);

@@ -16,6 +16,10 @@ constexpr double kLinkPriorSigma = 0.1;
 
 }  // namespace
 
+bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double link_ratio) {
+  return pace.step_ns > 0 && quickest_op_ns >= pace.step_ns && pace.step_ns >= link_ratio * pace.typical_send_wait_ns;
+}
+
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,
                                           double false_alarm) {
   std::vector<PeerFigure> figures;

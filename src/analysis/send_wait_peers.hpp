@@ -12,10 +12,18 @@
 // 10 % (links of one kind, as the bottleneck test's), Bonferroni over every sender judged at
 // 1e-3 per job. It names the sender's link towards that receiver, `network_link`.
 //
-// Send/recv connections only (pipelines), which move one message per call in one steady
-// pattern. In collectives the queue a step finds depends on where the flow bunches: healthy
-// links of one place in a tree of 9x8x4 spent 50-250 us per step in SendWait, and on eight
-// randomized probing seeds the test named 129 healthy links in healthy tree and ring jobs.
+// Send/recv connections move one message per call in one steady pattern, and are judged by
+// their SendWait per step. In collectives the queue a step finds depends on where the flow
+// bunches: healthy links of one place in a tree of 9x8x4 spent 50-250 us per step in
+// SendWait, and on eight randomized probing seeds the test named 129 healthy links in
+// healthy tree and ring jobs. So a collective's connection is judged by its quickest op's
+// SendWait per step (a slow wire slows every op; bunching leaves some op quick), and even
+// that stays queued on healthy links (the simulated ones: up to 5x a typical link's in every
+// op, where a slow link's was 0.9-9x). So a collective's link counts only where it also sets
+// its communicator's pace (sets_the_pace): every op of it spent longer on the wire per step
+// than a step of the communicator takes (its sends overlap: it cannot keep up), and that
+// step takes link_ratio times a typical link's SendWait or more. The slowest healthy link of
+// a flow that the network paces is as busy, but sets a pace only as much slower as it is.
 //
 // What it cannot tell apart: which end of the wire (the sender's NIC or the receiver's) is
 // slow; a link whose peers are all as slow (a slow switch under a whole place); nor a
@@ -49,6 +57,18 @@ struct SlowSendWait {
   double excess_ns = 0;
   double margin = 0;
 };
+
+// A collective communicator's pace, from its connections' sends: the time a step takes (the
+// median of its connections' send cycles per step: waiting for data, for credit and on the
+// wire) and a typical link's SendWait per step (their median).
+struct CollectivePace {
+  double step_ns = 0;
+  double typical_send_wait_ns = 0;
+};
+
+// Whether a collective connection whose quickest op spent `quickest_op_ns` per step in
+// SendWait sets its communicator's pace (see above).
+bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double link_ratio);
 
 // The links beyond their peers' spread, one (the largest) per sender and communicator.
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,

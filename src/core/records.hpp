@@ -190,6 +190,12 @@ struct EdgeSummary {
   uint64_t recv_gpu_wait_min_ops = 0;
   // ProxyOpRecord::wire_queued_steps summed (of send_wire_steps).
   uint64_t send_wire_queued_steps = 0;
+  // The quickest send op's SendWait per step (its phase_ns[kSendWait] / steps, in whole ns)
+  // over the send ops that carry steps, and their count (0: unknown, and then it is 0). A
+  // slow wire makes every send op slow; the queue of a healthy one, which traffic bunched in
+  // time fills now and then, leaves some op quick (analysis/send_wait_peers.hpp).
+  uint64_t send_op_wait_min_ns = 0;
+  uint64_t send_op_wait_min_ops = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

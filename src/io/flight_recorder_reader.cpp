@@ -392,7 +392,7 @@ void read_flight_recorder_value(const json& dump, int64_t global_rank, const std
   std::map<std::string, GroupStatus> status = dump.is_object() ? read_pg_status(dump, report) : std::map<std::string, GroupStatus>();
   const json* entries = entries_of(dump);
   const std::map<std::string, std::string> names = name_groups(entries, status, config);
-  DumpContext c{global_rank, process, config, names, data, report, {}};
+  DumpContext c{global_rank, process, config, names, data, report, {}, {}};
   if (entries) {
     if (entries->size() > kMaxEntries) return report_error(report, "more than " + std::to_string(kMaxEntries) + " entries: not a dump", false);
     for (const json& e : *entries) read_entry(e, c);

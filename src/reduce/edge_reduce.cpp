@@ -89,6 +89,11 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
       s.send_wait_min_sum_ns = saturating_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
       s.send_wait_min_ops = saturating_add(s.send_wait_min_ops, 1);
     }
+    if (r.steps) {
+      const uint64_t per_step = r.phase_ns[kSendWait] / r.steps;
+      s.send_op_wait_min_ns = min_of_known(s.send_op_wait_min_ns, s.send_op_wait_min_ops, per_step, 1);
+      s.send_op_wait_min_ops = saturating_add(s.send_op_wait_min_ops, 1);
+    }
   } else {
     s.phase_ns[kRecvWait] = saturating_add(s.phase_ns[kRecvWait], r.phase_ns[kRecvWait]);
     s.phase_ns[kRecvFlushWait] =
@@ -120,6 +125,9 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.recv_gpu_wait_min_ns = min_of_known(into.recv_gpu_wait_min_ns, into.recv_gpu_wait_min_ops,
                                            s.recv_gpu_wait_min_ns, s.recv_gpu_wait_min_ops);
   into.recv_gpu_wait_min_ops = saturating_add(into.recv_gpu_wait_min_ops, s.recv_gpu_wait_min_ops);
+  into.send_op_wait_min_ns = min_of_known(into.send_op_wait_min_ns, into.send_op_wait_min_ops,
+                                          s.send_op_wait_min_ns, s.send_op_wait_min_ops);
+  into.send_op_wait_min_ops = saturating_add(into.send_op_wait_min_ops, s.send_op_wait_min_ops);
 }
 
 inline bool window_less(const CommWindow& a, const CommWindow& b) { return a.comm_hash < b.comm_hash; }

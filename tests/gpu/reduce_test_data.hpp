@@ -124,6 +124,11 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
         clamp_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
         clamp_add(s.send_wait_min_ops, 1);
       }
+      if (r.steps) {
+        const uint64_t per_step = r.phase_ns[2] / r.steps;  // SendWait
+        if (s.send_op_wait_min_ops == 0 || per_step < s.send_op_wait_min_ns) s.send_op_wait_min_ns = per_step;
+        clamp_add(s.send_op_wait_min_ops, 1);
+      }
     } else if (r.has_recv_gpu_wait_min) {
       if (s.recv_gpu_wait_min_ops == 0 || r.recv_gpu_wait_min_ns < s.recv_gpu_wait_min_ns)
         s.recv_gpu_wait_min_ns = r.recv_gpu_wait_min_ns;

@@ -35,7 +35,7 @@ void offer_unexplained(const Observations& obs, const std::vector<EdgeFacts>& fa
 }
 void offer_slow_sends(const Facts& f, std::vector<Evidence>& evidence) {
   const ProcessContext context(f.obs);
-  offer_slow_send_waits(f.obs, LazyPeerRoles(context, f.obs), f.facts, evidence);
+  offer_slow_send_waits(f.obs, LazyPeerRoles(context, f.obs), f.facts, AttributionConfig{}, evidence);
 }
 
 TEST(OwnTimeEvidence, ASlowWireIsNetworkLinkEvidenceAtItsSenderTowardsItsReceiver) {
@@ -128,7 +128,7 @@ TEST(OwnTimeEvidence, WithoutWireTimingASendRecvLinkBeyondItsPeersIsANetworkLink
   ASSERT_TRUE(evidence[2].peer.has_value());
   EXPECT_EQ(*evidence[2].peer, 3u);
   for (uint32_t p : {0u, 1u, 3u, 4u, 5u}) EXPECT_FALSE(evidence[p].any()) << p;
-  // Collective connections queue as their flow bunches: not judged this way.
+  // Collective connections queue as their flow bunches: their mean SendWait is not judged.
   Facts collective = build(false, 0);
   std::vector<Evidence> none(6);
   offer_slow_sends(collective, none);
@@ -136,6 +136,35 @@ TEST(OwnTimeEvidence, WithoutWireTimingASendRecvLinkBeyondItsPeersIsANetworkLink
   // Where any connection is timed step by step, the wire tests judge the wires.
   Facts timed = build(true, 50e3);
   offer_slow_sends(timed, none);
+  for (const Evidence& e : none) EXPECT_FALSE(e.any());
+}
+
+TEST(OwnTimeEvidence, WithoutWireTimingACollectiveLinkThatSetsThePaceIsANetworkLink) {
+  // A ring of eight whose steps take 360 us (each sender's wait for data, credit and the wire,
+  // per step). Seven links move a step in 30-42 us in their quickest op; one spent 400 us in
+  // every op (a 3.65x link of a simulated ring, the queue of its sends included). Queued
+  // behind a burst of its flow (120 us in its quickest op, short of a step), it is not.
+  auto build = [](double slow_quickest_ns) {
+    Facts f;
+    const double quickest[8] = {30e3, 42e3, slow_quickest_ns, 36e3, 33e3, 38e3, 31e3, 40e3};
+    for (uint32_t p = 0; p < 8; ++p) {
+      EdgeFacts& e = f.add(p, (p + 1) % 8);
+      e.view.quickest_op_send_wait_ns = quickest[p];
+      e.view.step_ns[kSendWait] = quickest[p] * 1.3;
+      e.view.send_cycle_ns = 360e3;
+    }
+    return f;
+  };
+  Facts slow = build(400e3);
+  std::vector<Evidence> evidence(8);
+  offer_slow_sends(slow, evidence);
+  EXPECT_EQ(evidence[2].culprit_class, CulpritClass::kNetworkLink);
+  ASSERT_TRUE(evidence[2].peer.has_value());
+  EXPECT_EQ(*evidence[2].peer, 3u);
+  for (uint32_t p : {0u, 1u, 3u, 4u, 5u, 6u, 7u}) EXPECT_FALSE(evidence[p].any()) << p;
+  Facts queued = build(120e3);
+  std::vector<Evidence> none(8);
+  offer_slow_sends(queued, none);
   for (const Evidence& e : none) EXPECT_FALSE(e.any());
 }
 

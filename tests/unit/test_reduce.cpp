@@ -235,6 +235,14 @@ TEST(MergeEdges, MergingPartsEqualsReducingTheWhole) {
   EXPECT_TRUE(merge_edge_summaries({}).empty());
 }
 
+// `records` reduced as two parts, split at `split`, and the parts merged.
+std::vector<EdgeSummary> reduced_in_two_parts(const std::vector<ProxyOpRecord>& records, size_t split) {
+  std::vector<EdgeSummary> parts = reduce_edges_cpu(std::span(records).first(split), {}, 1);
+  std::vector<EdgeSummary> rest = reduce_edges_cpu(std::span(records).subspan(split), {}, 1);
+  parts.insert(parts.end(), rest.begin(), rest.end());
+  return merge_edge_summaries(parts);
+}
+
 TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
   // Three receives of one connection: 5 us and 0 us known, one unknown (probing's sums
   // carry no steps) whose stale value must not count. 0 is a real shortest step.
@@ -251,10 +259,7 @@ TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
   }
   for (size_t split = 0; split <= records.size(); ++split) {
     // Reduced whole, and as two parts merged: the same minimum and count.
-    std::vector<EdgeSummary> parts = reduce_edges_cpu(std::span(records).first(split), {}, 1);
-    std::vector<EdgeSummary> rest = reduce_edges_cpu(std::span(records).subspan(split), {}, 1);
-    parts.insert(parts.end(), rest.begin(), rest.end());
-    std::vector<EdgeSummary> out = merge_edge_summaries(parts);
+    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].recv_gpu_wait_min_ops, 2u) << "split " << split;
     EXPECT_EQ(out[0].recv_gpu_wait_min_ns, 0u) << "split " << split;
@@ -264,6 +269,29 @@ TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].recv_gpu_wait_min_ops, 1u);
   EXPECT_EQ(out[0].recv_gpu_wait_min_ns, 5000u);
+}
+
+TEST(ReduceCpu, QuickestSendOpIsTheSmallestSendWaitPerStepOverTheSendsWithSteps) {
+  // Three sends of one connection: 4 steps in 800 us, 2 steps in 100 us, and one without steps
+  // (nothing to divide by) that must not count; a receive of the same connection neither.
+  std::vector<ProxyOpRecord> records(4);
+  const uint64_t send_wait[] = {800000, 100000, 5, 1};
+  const uint32_t steps[] = {4, 2, 0, 1};
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].comm_hash = 7;
+    records[i].is_send = i < 3;
+    records[i].rank = records[i].is_send ? 0 : 1;
+    records[i].peer = records[i].is_send ? 1 : 0;
+    records[i].steps = steps[i];
+    records[i].phase_ns[records[i].is_send ? kSendWait : kRecvWait] = send_wait[i];
+  }
+  for (size_t split = 0; split <= records.size(); ++split) {
+    // Reduced whole, and as two parts merged: the same minimum and count.
+    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].send_op_wait_min_ops, 2u) << "split " << split;
+    EXPECT_EQ(out[0].send_op_wait_min_ns, 50000u) << "split " << split;
+  }
 }
 
 TEST(MergeEdges, SaturatesEveryFieldAndClearsPadding) {

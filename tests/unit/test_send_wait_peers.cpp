@@ -55,5 +55,17 @@ TEST(SendWaitPeers, LinksAllAsSlowNameNone) {
   EXPECT_TRUE(Pipelines({470e3, 480e3, 460e3, 475e3, 465e3, 470e3}).judged().empty());
 }
 
+TEST(SendWaitPeers, ACollectiveLinkSetsThePaceWhereEveryOpOfItOutlastsAStepMuchSlowerThanATransfer) {
+  // Steps of 360 us where a typical link moves one in 46 us: a link that spent 400 us per step
+  // in its quickest op cannot keep up; one that spent 300 us queued behind its flow's bursts.
+  const CollectivePace compute_paced{360e3, 46e3};
+  EXPECT_TRUE(sets_the_pace(400e3, compute_paced, 1.5));
+  EXPECT_FALSE(sets_the_pace(300e3, compute_paced, 1.5));
+  // A flow the network paces: the slowest healthy link is as busy as a step, but the step is
+  // no slower than a typical link's transfer by link_ratio.
+  EXPECT_FALSE(sets_the_pace(60e3, CollectivePace{55e3, 50e3}, 1.5));
+  EXPECT_FALSE(sets_the_pace(60e3, CollectivePace{}, 1.5));  // no pace measured
+}
+
 }  // namespace
 }  // namespace culprit
