@@ -75,10 +75,14 @@ Departures both_sides(const Departures& receiving, const Departures& sending) {
 
 }  // namespace
 
-std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
+PostingDepartures posting_departures(std::span<const PostingDelay> connections) {
+  return {peer_departures(receivers(connections)), peer_departures(senders(connections))};
+}
+
+std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(const PostingDepartures& departures,
                                                                  double false_alarm) {
-  const PeerDepartures receiving = peer_departures(receivers(connections));
-  const PeerDepartures sending = peer_departures(senders(connections));
+  const PeerDepartures& receiving = departures.receiving;
+  const PeerDepartures& sending = departures.sending;
   Found out;
   if (receiving.judged == 0) return out;
   // One test per judged receiver, and at most one more per judged sender (both sides).

@@ -65,10 +65,23 @@ struct PostingDelay {
 // it cleared.
 using LatePoster = PeerOutlier;
 
-// Per (receiver, communicator), its latest input there counting: the receivers that came
-// significantly later than the others of their place, as receivers alone or on both sides, at
-// a family-wise false alarm rate of `false_alarm` over every receiver and sender judged.
-std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
+// Both sides of each judged GPU's lateness, per (process, communicator), each against the
+// GPUs of its place: as a receiver (how much later it came than its input: its latest input
+// counts) and as a sender (how much later its data came than its receiver: its latest output).
+struct PostingDepartures {
+  PeerDepartures receiving;
+  PeerDepartures sending;
+};
+PostingDepartures posting_departures(std::span<const PostingDelay> connections);
+
+// Per (receiver, communicator): the receivers that came significantly later than the others
+// of their place, as receivers alone or on both sides, at a family-wise false alarm rate of
+// `false_alarm` over every receiver and sender judged.
+std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(const PostingDepartures& departures,
                                                                  double false_alarm = 1e-3);
+inline std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(std::span<const PostingDelay> connections,
+                                                                        double false_alarm = 1e-3) {
+  return late_posters(posting_departures(connections), false_alarm);
+}
 
 }  // namespace culprit

@@ -123,6 +123,7 @@ std::map<std::string, std::vector<uint32_t>> late_gpus_by_host(const ReceiverInp
 // member's wait deficit, which tells a late post from a hold (withheld_credit.hpp); and the
 // communicators whose input records RecvGpuWait.
 struct LatePosts {
+  PostingDepartures departures;
   std::map<std::pair<uint32_t, uint64_t>, LatePoster> far_later;
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> waited_for_by_all;
   std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits;
@@ -145,10 +146,21 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  LatePosts out{late_posters(delays), in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}};
+  LatePosts out{posting_departures(delays), {}, in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}};
+  out.far_later = late_posters(out.departures);
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;
+}
+
+// A send/recv receiver's withheld credit told by its own sends there (withheld_credit.hpp),
+// where both its sides were judged.
+WithheldBy why_p2p_credit_withheld_of(uint32_t receiver, uint64_t comm, const LatePosts& late_posts) {
+  auto receiving = late_posts.departures.receiving.of.find({receiver, comm});
+  auto sending = late_posts.departures.sending.of.find({receiver, comm});
+  if (receiving == late_posts.departures.receiving.of.end() || sending == late_posts.departures.sending.of.end())
+    return WithheldBy::kUnknown;
+  return why_p2p_credit_withheld(receiving->second, sending->second);
 }
 
 // Credit withheld far beyond the receiver's peers, as its own evidence. Where its
@@ -168,7 +180,9 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
   std::optional<WaitDeficit> deficit;
   if (auto d = late_posts.wait_deficits.find({receiver, c.comm}); d != late_posts.wait_deficits.end())
     deficit = d->second;
-  switch (why_credit_withheld(withheld_per_op, deficit)) {
+  WithheldBy why = why_credit_withheld(withheld_per_op, deficit);
+  if (why == WithheldBy::kUnknown && c.facts.p2p) why = why_p2p_credit_withheld_of(receiver, c.comm, late_posts);
+  switch (why) {
     case WithheldBy::kLatePost: times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin); break;
     case WithheldBy::kHeldBuffers: times.offer(receiver, c.comm, weight, CulpritClass::kGpuConsumer, margin); break;
     case WithheldBy::kUnknown: times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin, 0.5); break;

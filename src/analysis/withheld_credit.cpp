@@ -1,5 +1,7 @@
 #include "analysis/withheld_credit.hpp"
 
+#include <cmath>
+
 #include "analysis/robust_stats.hpp"
 
 namespace culprit {
@@ -12,6 +14,12 @@ WithheldBy why_credit_withheld(double withheld_per_op_ns, const std::optional<Wa
   if (t > critical) return WithheldBy::kLatePost;
   if (t < -critical) return WithheldBy::kHeldBuffers;
   return WithheldBy::kUnknown;
+}
+
+WithheldBy why_p2p_credit_withheld(const PeerDeparture& receiving, const PeerDeparture& sending, double level) {
+  if (receiving.excess <= 0 || sending.variance <= 0 || sending.df <= 0) return WithheldBy::kUnknown;
+  const double t = (receiving.excess / 2 - sending.excess) / std::sqrt(sending.variance);
+  return t > critical_t(sending.df, level) ? WithheldBy::kHeldBuffers : WithheldBy::kUnknown;
 }
 
 }  // namespace culprit

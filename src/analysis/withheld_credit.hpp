@@ -28,6 +28,7 @@
 #include <optional>
 
 #include "analysis/last_arrivals.hpp"
+#include "analysis/place_peers.hpp"
 
 namespace culprit {
 
@@ -41,5 +42,17 @@ enum class WithheldBy {
 // baseline; `deficit`: its wait deficit in that communicator, where judged.
 WithheldBy why_credit_withheld(double withheld_per_op_ns, const std::optional<WaitDeficit>& deficit,
                                double level = 0.01);
+
+// Send/recv communicators, whose members wait for no collective (no wait deficit is judged
+// there): a GPU that came late is late on its sends as well, by about as much as on its
+// receives (late_posters.hpp, both sides); one that holds its buffers sends on time. So its
+// sending departure S (how much later its data came than its receivers', per step, against the
+// senders of its place) is weighed against its receiving one R (how much later it posted): a
+// hold where S stands below R / 2 by the critical value of S's spread at `level`. A late post
+// is not decided so: a middle stage slow to consume what it forwards sends late too. In a
+// simulated pipeline of eight 2-stage replicas, a GPU 1.7x slower to consume made its sender
+// wait 123 us per step for credit (the others 5-9) while its own data came as early as its
+// peers'.
+WithheldBy why_p2p_credit_withheld(const PeerDeparture& receiving, const PeerDeparture& sending, double level = 0.01);
 
 }  // namespace culprit

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -111,6 +112,19 @@ TEST(LatePosters, AGpuLateOnBothSidesIsNamedInASmallPlace) {
   ASSERT_EQ(found.size(), 1u);
   const LatePoster& p = found.at({0, 0x100});
   EXPECT_GT(p.t, p.critical_t);
+}
+
+TEST(LatePosters, PostingDeparturesGiveBothSidesOfEachGpu) {
+  // GPU 0 of stage 1 posted late for its input and its own data reached stage 2 on time: its
+  // receiving departure is large, its sending one (stage 2's wait for it, sign turned) small.
+  const std::vector<double> stage1 = {650, -346, -513, -453, -382, -282};
+  const std::vector<double> stage2 = {-430, -543, -510, -456, -361, -616};
+  const PostingDepartures d = posting_departures(pipelines(stage1, stage2, true));
+  ASSERT_EQ(d.receiving.of.count({0, 0x100}), 1u);
+  ASSERT_EQ(d.sending.of.count({0, 0x100}), 1u);
+  EXPECT_GT(d.receiving.of.at({0, 0x100}).excess, 900e3);
+  EXPECT_LT(std::abs(d.sending.of.at({0, 0x100}).excess), 150e3);
+  EXPECT_GT(d.sending.of.at({0, 0x100}).variance, 0);
 }
 
 TEST(LatePosters, AGpuLateOnlyAsASenderIsNotNamed) {

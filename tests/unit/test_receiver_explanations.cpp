@@ -100,6 +100,16 @@ std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vect
   return evidence;
 }
 
+// Connection `into`: its receiver waited `recv_wait_us` per step for data and kept its sender
+// waiting `credit_wait_us` for credit, `excess_us` beyond its peers (flagged, margin 50).
+void withheld_credit(EdgeFacts& into, double recv_wait_us, double credit_wait_us, double excess_us) {
+  into.view.step_ns[kRecvWait] = recv_wait_us * 1000;
+  into.view.step_ns[kSendPeerWait] = credit_wait_us * 1000;
+  into.no_credit = true;
+  into.anomaly[kSendPeerWait] = excess_us * 1000;
+  into.margin[kSendPeerWait] = 50;
+}
+
 // Eight GPUs, one per node, in a ring (r -> r + 1), none with kernel clocks. The receivers
 // waited 400-480 us per step for their data; receiver 6 kept its sender waiting 300 us per
 // step for credit and found its data there: it withheld credit far beyond all the others.
@@ -117,12 +127,7 @@ void ring_withholding_at_6(Observations& obs, std::vector<EdgeFacts>& facts, con
     e.phase_ns[kSendGpuWait] = static_cast<uint64_t>(longest_ms[r] * 1e6);
     e.phase_ns[kRecvWait] = static_cast<uint64_t>(longest_ms[(r + 1) % 8] * 1e6);
   }
-  EdgeFacts& into_6 = facts[5];
-  into_6.view.step_ns[kRecvWait] = 5000;
-  into_6.view.step_ns[kSendPeerWait] = 300000;
-  into_6.no_credit = true;
-  into_6.anomaly[kSendPeerWait] = 300000;
-  into_6.margin[kSendPeerWait] = 50;
+  withheld_credit(facts[5], 5, 300, 300);
 }
 
 TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiversOwnDelay) {
@@ -205,6 +210,48 @@ TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuThatWaitedAsThey
   const std::vector<Evidence> late = explain_unclocked(obs, facts, 8);
   EXPECT_EQ(late[6].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(late[6].identified_share, 1.0);
+}
+
+// Six pipelines of two stages (communicators 0x20 + i, send/recv only): GPU i of stage 0 sends
+// its activations to GPU 6 + i and receives its gradients back, none with kernel clocks. The
+// receivers waited 95-107 us per step for their data and their senders 5-9 us for credit;
+// GPU 0 kept GPU 6 waiting 123 us per step for credit and found its gradients there (44 us),
+// a simulated GPU 1.7x slower to consume. `late_data_us`: how long GPU 6 waited for GPU 0's
+// activations (the others waited 95-107).
+std::vector<Evidence> pipelines_withholding_at_0(double late_data_us) {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  std::vector<std::string> hosts;
+  for (int p = 0; p < 12; ++p) hosts.push_back("node" + std::to_string(p));
+  test::add_collective_processes(obs, 0x10, hosts);
+  const double recv_wait_us[6] = {100, 95, 107, 99, 103, 97};
+  const double credit_wait_us[6] = {6, 9, 5, 7, 8, 6};
+  for (uint32_t i = 0; i < 6; ++i) {
+    const uint64_t comm = 0x20 + i;
+    test::add_comm_ranks(obs, comm, {i, 6 + i}, /*collective=*/false);
+    for (const bool forward : {true, false}) {
+      EdgeFacts& f = test::add_connection(obs, facts, comm, forward ? i : 6 + i, forward ? 6 + i : i, 0, kSteps);
+      obs.edges.back().key = {comm, forward ? 0 : 1, forward ? 1 : 0, 0, 0};
+      f.p2p = true;
+      f.view.step_ns[kRecvWait] = recv_wait_us[forward ? (i + 1) % 6 : i] * 1000;
+      f.view.step_ns[kSendPeerWait] = credit_wait_us[forward ? i : (i + 2) % 6] * 1000;
+    }
+  }
+  withheld_credit(facts[1], 44, 123, 115);
+  facts[0].view.step_ns[kRecvWait] = late_data_us * 1000;
+  return explain_unclocked(obs, facts, 12);
+}
+
+TEST(ReceiverExplanations, ASendRecvReceiverThatWithheldCreditWhileItsOwnDataCameOnTimeHoldsItsBuffers) {
+  const std::vector<Evidence> held = pipelines_withholding_at_0(99);
+  EXPECT_EQ(held[0].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(held[0].identified_share, 1.0);
+  for (uint32_t p = 1; p < 12; ++p) EXPECT_FALSE(held[p].any()) << "process " << p;
+  // Its activations as late as its credit (a late GPU, or a stage slow to consume what it
+  // forwards): the class stays one of two.
+  const std::vector<Evidence> late = pipelines_withholding_at_0(300);
+  EXPECT_EQ(late[0].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(late[0].identified_share, 0.5);
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {

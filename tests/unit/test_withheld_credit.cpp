@@ -1,6 +1,7 @@
 // why_credit_withheld: a receiver that waited about as much less than its peers as the credit
 // it withheld came late; one that waited as long as they did held its buffers; in between,
-// or where its wait was not judged, nothing decides (withheld_credit.hpp).
+// or where its wait was not judged, nothing decides. why_p2p_credit_withheld: a send/recv
+// receiver whose own data came on time held its buffers (withheld_credit.hpp).
 #include "analysis/withheld_credit.hpp"
 
 #include <gtest/gtest.h>
@@ -39,6 +40,27 @@ TEST(WithheldCredit, TheDecisionNeedsTheDeficitClearOfTheMidpoint) {
   EXPECT_EQ(why_credit_withheld(10e6, deficit(7.3, 1)), WithheldBy::kUnknown);
   EXPECT_EQ(why_credit_withheld(10e6, deficit(2.4, 1)), WithheldBy::kHeldBuffers);
   EXPECT_EQ(why_credit_withheld(10e6, deficit(2.7, 1)), WithheldBy::kUnknown);
+}
+
+// A departure of `excess_us` per step in a spread of `sigma_us`, six degrees of freedom.
+PeerDeparture departure(double excess_us, double sigma_us) { return {excess_us * 1e3, sigma_us * sigma_us * 1e6, 6}; }
+
+TEST(WithheldCredit, ASendRecvReceiverWhoseOwnDataCameOnTimeHeldItsBuffers) {
+  // Simulated probing exports, eight 2-stage pipelines: a GPU of stage 0 1.7x slower to consume
+  // posted 172 us per step later than the other stage-0 receivers (its sender waited 123 us for
+  // credit, theirs 5-9), while its data reached stage 1 2 us earlier than theirs (spread 5 us).
+  EXPECT_EQ(why_p2p_credit_withheld(departure(172, 20), departure(-2, 5)), WithheldBy::kHeldBuffers);
+}
+
+TEST(WithheldCredit, ASendRecvReceiverLateOnBothSidesOrInBetweenIsNotDecided) {
+  // Late on its sends as much as on its receives: a late GPU, or a middle stage slow to consume
+  // what it forwards; this rule decides no late post.
+  EXPECT_EQ(why_p2p_credit_withheld(departure(172, 20), departure(160, 5)), WithheldBy::kUnknown);
+  // Its sends 80 us late, within the spread of the midpoint (86 us): nothing decides.
+  EXPECT_EQ(why_p2p_credit_withheld(departure(172, 20), departure(80, 5)), WithheldBy::kUnknown);
+  // Nothing withheld beyond its peers, or senders with no spread.
+  EXPECT_EQ(why_p2p_credit_withheld(departure(-10, 20), departure(-50, 5)), WithheldBy::kUnknown);
+  EXPECT_EQ(why_p2p_credit_withheld(departure(172, 20), departure(-2, 0)), WithheldBy::kUnknown);
 }
 
 }  // namespace
