@@ -19,7 +19,7 @@
 // healthy tree and ring jobs. So a collective's connection is judged by its quickest op's
 // SendWait per step (a slow wire slows every op; bunching leaves some op quick), and even
 // that stays queued on healthy links (the simulated ones: up to 5x a typical link's in every
-// op, where a slow link's was 0.9-9x). So a collective's link counts only where it also sets
+// op, where a slow link's was 0.9-9x). A collective's link therefore counts only where it sets
 // its communicator's pace (sets_the_pace): every op of it spent longer on the wire per step
 // than a step of the communicator takes (its sends overlap: it cannot keep up), and that
 // step takes link_ratio times a typical link's SendWait or more. The slowest healthy link of

@@ -21,8 +21,9 @@
 //
 // What it cannot tell apart: a GPU that holds its buffers from one that feeds a slow GPU of
 // its node over NVLink (both hold; hidden_consumers.hpp weighs that), nor anything of a
-// receiver that is not judged for its wait (one that only receives over the network there, or
-// a communicator of fewer than four such members).
+// receiver of a collective that is not judged for its wait (one that only receives over the
+// network there, or a communicator of fewer than four such members); in send/recv
+// communicators, a late post from a middle stage slow to consume (both send late).
 #pragma once
 
 #include <optional>
