@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -122,13 +123,19 @@ constexpr double kPairScaleEfficiency = 0.5;
 class FamilySpread {
  public:
   explicit FamilySpread(std::vector<const std::vector<Member>*> places) : places_(std::move(places)) {
-    for (const auto* place : places_) contrasts_ += place->size() - 1;
-    if (members() > kLeaveOneOutPlace) everyone_ = pair_sigma(nullptr, 0);
+    std::set<uint64_t> comms;
+    for (const auto* place : places_) {
+      contrasts_ += place->size() - 1;
+      for (const Member& m : *place) comms.insert(m.comm_hash);
+    }
+    replicated_ = comms.size() > 1;
+    if (members() > kLeaveOneOutPlace) everyone_ = spread_without(nullptr, 0);
   }
   // Enough contrasts to measure a spread by: kMinPlace in all, kMinPlace - 1 besides the judged
-  // member's (as a place's own spread needs kMinPlace - 1 others); and their degrees of freedom.
+  // member's (as a place's own spread needs kMinPlace - 1 others).
   bool measures() const { return contrasts_ >= kMinPlace; }
-  double df() const { return std::max(1.0, kPairScaleEfficiency * static_cast<double>(contrasts_ - 1)); }
+  // Its degrees of freedom, leaving the judged member out.
+  double df() const { return df_of(contrasts_ - 1); }
   size_t members() const { return contrasts_ + places_.size(); }
 
   // The departures of a place's members.
@@ -137,35 +144,71 @@ class FamilySpread {
   }
 
  private:
+  struct Spread {
+    double sigma = 0;
+    double df = 0;
+    size_t contrasts = 0;
+  };
+  static double df_of(size_t contrasts) {
+    return std::max(1.0, kPairScaleEfficiency * static_cast<double>(contrasts));
+  }
+
   void departure_of(const std::vector<Member>& place, size_t judged, Departures& out) const {
     std::vector<double> others;
     for (size_t k = 0; k < place.size(); ++k)
       if (k != judged) others.push_back(place[k].value);
     const double m = static_cast<double>(others.size());
     const double center = median_of(others);
-    const double sigma = everyone_ > 0 ? everyone_ : pair_sigma(&place, judged);
+    const Spread spread = everyone_.sigma > 0 ? everyone_ : yardstick_for(place, judged);
     const double prior = prior_of(place);
-    if (sigma <= 0 && prior <= 0) return;
+    if (spread.sigma <= 0 && prior <= 0) return;
     // The others' median is their mean where they are one or two.
     const double center_share = (others.size() <= 2 ? 1.0 : kMedianEfficiency * kMedianEfficiency) / m;
     out[{place[judged].process, place[judged].comm_hash}] =
-        departure_with_prior(place[judged].value - center, sigma * sigma, df(), prior, center_share);
+        departure_with_prior(place[judged].value - center, spread.sigma * spread.sigma, spread.df, prior, center_share);
   }
 
-  // The family's spread from its places' pairs, leaving out `judged` of `left_out`.
-  double pair_sigma(const std::vector<Member>* left_out, size_t judged) const {
+  // The spread a member is judged in: the family's, without it and, where the family holds
+  // other communicators, without any member of its own communicator. They take part in its
+  // collectives, and a GPU that comes late makes every other member of its communicator wait,
+  // so they depart with it (in a tree+dp job, a slow GPU's data-parallel peers waited 0.3-1.5
+  // ms per step more than their replicas' peers, and measured the yardstick that judged it).
+  // Where that leaves too few contrasts to measure by (two replicas: one member a place), its
+  // communicator stays in.
+  Spread yardstick_for(const std::vector<Member>& place, size_t judged) const {
+    if (replicated_) {
+      const Spread apart = spread_without(&place, judged, true);
+      if (apart.contrasts >= kMinPlace - 1) return apart;
+    }
+    return spread_without(&place, judged, false);
+  }
+
+  // The family's spread from its places' pairs, leaving out `judged` of `left_out` and, with
+  // `drop_comm`, every member of its communicator.
+  Spread spread_without(const std::vector<Member>* left_out, size_t judged, bool drop_comm = false) const {
+    const uint64_t comm = left_out != nullptr ? (*left_out)[judged].comm_hash : 0;
     std::vector<double> differences;
-    for (const auto* place : places_)
-      for (size_t a = 0; a < place->size(); ++a)
-        for (size_t b = a + 1; b < place->size(); ++b)
-          if (place != left_out || (a != judged && b != judged))
-            differences.push_back(std::fabs((*place)[a].value - (*place)[b].value));
-    return differences.empty() ? 0 : kPairToSigma * median_of(differences);
+    size_t contrasts = 0;
+    std::vector<double> kept;
+    for (const auto* place : places_) {
+      kept.clear();
+      for (size_t k = 0; k < place->size(); ++k) {
+        const Member& member = (*place)[k];
+        if ((place == left_out && k == judged) || (drop_comm && member.comm_hash == comm)) continue;
+        kept.push_back(member.value);
+      }
+      for (size_t a = 0; a < kept.size(); ++a)
+        for (size_t b = a + 1; b < kept.size(); ++b) differences.push_back(std::fabs(kept[a] - kept[b]));
+      if (!kept.empty()) contrasts += kept.size() - 1;
+    }
+    if (differences.empty()) return {};
+    return {kPairToSigma * median_of(differences), df_of(contrasts), contrasts};
   }
 
   std::vector<const std::vector<Member>*> places_;
   size_t contrasts_ = 0;
-  double everyone_ = 0;
+  bool replicated_ = false;  // its places hold members of more than one communicator
+  Spread everyone_;
 };
 
 // Every judged member's departure. A place is judged in its own spread (from kMinPlace

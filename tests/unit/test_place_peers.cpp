@@ -67,6 +67,26 @@ TEST(PlacePeers, SmallPlacesAreJudgedInTheirFamilysSpreadAndStagesApart) {
   EXPECT_FALSE(significant(peer_departures(figures).of.at({9, 0xb}), 1e-3 / 20).has_value());
 }
 
+TEST(PlacePeers, AMembersOwnCommunicatorStaysOutOfItsFamilysYardstick) {
+  // Six stages of four replicas (communicators 0xa-0xd, one family); the replicas differ by
+  // about 10. GPU 13 (stage 4 of replica 0xb) came 400 later than its stage's others, and every
+  // other GPU of 0xb waited on it: each came 150 earlier than its stage's others. Those
+  // victims would widen the family's spread to about 100; without them it stays near 10.
+  std::vector<PeerFigure> figures;
+  const double noise[6][4] = {{0, 10, -5, 4}, {5, -5, 8, -2}, {-8, 2, 6, 0}, {3, 400, -4, 7},
+                              {4, -6, 1, -9}, {-2, 9, 3, 5}};
+  for (uint32_t s = 0; s < 6; ++s)
+    for (uint32_t r = 0; r < 4; ++r) {
+      const double victim = (r == 1 && s != 3) ? -150 : 0;
+      figures.push_back({4 * s + r, 0xaULL + r, 0xa, kPlace, s + 1, 1000.0 * s + noise[s][r] + victim, {}, 0});
+    }
+  const auto found = peer_departures(figures);
+  const PeerDeparture& late = found.of.at({13, 0xb});
+  EXPECT_NEAR(late.excess, 400 - 3, 1e-9);
+  EXPECT_LT(std::sqrt(late.variance), 40);
+  EXPECT_TRUE(significant(late, 1e-3 / 24).has_value());
+}
+
 TEST(PlacePeers, AFamilyOfTooFewContrastsJudgesNobody) {
   // Two stages of two: two contrasts, one besides the judged GPU's (three are needed).
   std::vector<PeerFigure> figures = place(0, 0xa, 0xa, 1, {0, 10});
