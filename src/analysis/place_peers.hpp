@@ -9,7 +9,9 @@
 // judged in its own spread (clipped at 4 deviations, so that a second outlier stays out of
 // the yardstick); a place of fewer than kPooledPlace members may instead be judged in its
 // family's spread, measured from pairs within each of the family's places (the places'
-// typical figures cancel in them), whichever has more degrees of freedom. A place is first
+// typical figures cancel in them; without the judged GPU's own communicator where the family
+// holds others and three contrasts remain: its members wait on it and depart with it),
+// whichever has more degrees of freedom. A place is first
 // taken channel by channel (FlowPlace::per_channel); a GPU that leaves no judged peers so is
 // judged among the GPUs of as many connections (FlowPlace::counts). Where the figures
 // carry a prior spread, the place's typical prior joins the measured spread as four
