@@ -51,14 +51,6 @@ struct Deficit {
 
 using Groups = std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>>;
 
-// Members by communicator and stage; only those that wait as senders and as receivers.
-Groups grouped(std::span<const MemberWait> members) {
-  Groups groups;
-  for (const MemberWait& m : members)
-    if (m.sends && m.receives) groups[{m.comm_hash, m.stage}].push_back(m);
-  return groups;
-}
-
 // Whether some member of a group forwards to or gathers from several peers on one channel,
 // as a tree's do: then their parts differ in how much of the collective they wait for. On a
 // ring every member receives from one peer and sends to one per channel, and members' longest
@@ -81,6 +73,46 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 }
 
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
+
+// The guard on a member that only sends: its data spent no longer on the wire than its peers'
+// did, significant at 1 % (a guard, not a finding).
+constexpr double kWireGuard = 0.01;
+
+// Whether member i of a group's data spent significantly longer on the wire than the others'.
+bool wire_slower(const std::vector<MemberWait>& group, size_t i) {
+  std::vector<double> wire;
+  for (const MemberWait& m : group) wire.push_back(m.wire_wait_ns);
+  const WaitDeficit d = departure(wire, i);
+  return d.sigma_ns > 0 && t_of(d) > critical_t(d.df, kWireGuard);
+}
+
+// Members by communicator and stage: those that wait as senders. A member that only receives
+// over the network may be held by a GPU after it on its node (its RecvWait is then short with
+// no lateness of its own) and is never judged. One that only sends (a ring's exit on every
+// channel it uses: a node of one channel, or of more GPUs than channels) waits for its own
+// data, for credit and on the wire, and every other member waits for a late one as on a
+// receive: on a ring it is judged with the others (a 2.8x exit of a ring of 58 nodes of two
+// GPUs and one channel, 72 % slower, waited 43 us per step where the others waited 180). But
+// not where its own wire is slower than its peers': then its data waits on the wire, early,
+// and paces the ring without a late GPU (in a healthy ring of 13 nodes, an exit whose wire
+// took 97 us per step where others took 35-57 waited 142 in all, its peers 237). A member that
+// sends and receives waits on its receives for the same collective, which no wire holds up.
+// In a hierarchy only members that send and receive are judged, as the channel test compares
+// them channel by channel.
+Groups grouped(std::span<const MemberWait> members) {
+  Groups groups;
+  for (const MemberWait& m : members)
+    if (m.sends) groups[{m.comm_hash, m.stage}].push_back(m);
+  for (auto& [key, group] : groups) {
+    const bool hierarchy = parts_in_hierarchy(group);
+    std::vector<bool> judged(group.size());
+    for (size_t i = 0; i < group.size(); ++i)
+      judged[i] = group[i].receives || (!hierarchy && !wire_slower(group, i));
+    size_t i = 0;
+    std::erase_if(group, [&](const MemberWait&) { return !judged[i++]; });
+  }
+  return groups;
+}
 
 // Which tree of NCCL's double binary tree each channel of a group carries: the lower half of
 // the channels its members use the first, the upper half the mirrored second (FORMATS.md).
@@ -207,7 +239,7 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   auto member = [&](uint32_t process, uint64_t comm, int32_t rank) -> MemberWait* {
     const std::optional<PeerRole> role = roles.of(process, comm, rank);
     if (!role) return nullptr;
-    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false, 0, {}};
+    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false, 0, {}, 0};
     return &members.try_emplace({process, comm}, fresh).first->second;
   };
   for (size_t i = 0; i < facts.size(); ++i) {
@@ -217,8 +249,11 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
     const bool sent = f.view.has_send && e.send_ops > 0, received = f.view.has_recv && e.recv_ops > 0;
     const std::optional<double> sending = sent ? std::optional(sending_wait_per_op(e)) : std::nullopt;
     const std::optional<double> receiving = received ? std::optional(receiving_wait_per_op(e)) : std::nullopt;
-    if (MemberWait* m = sent ? member(f.src, e.key.comm_hash, e.key.src_rank) : nullptr)
+    if (MemberWait* m = sent ? member(f.src, e.key.comm_hash, e.key.src_rank) : nullptr) {
       offer_half(*m, e.key.channel, true, *sending, static_cast<double>(e.send_ops), receiving);
+      const double wire = static_cast<double>(e.phase_ns[kSendWait]) / static_cast<double>(e.send_ops);
+      m->wire_wait_ns = std::max(m->wire_wait_ns, wire);
+    }
     if (MemberWait* m = received ? member(f.dst, e.key.comm_hash, e.key.dst_rank) : nullptr)
       offer_half(*m, e.key.channel, false, *receiving, static_cast<double>(e.recv_ops), sending);
   }

@@ -38,8 +38,11 @@
 //     up to 21, by their neighbours' at 7.3 at most, mostly under 3.
 //   - A hold the input does not record: without RecvGpuWait, the time a receiver held its
 //     buffers (consuming slowly, or blocked by a slow GPU of its node over NVLink) is no wait.
-//     A member is judged only where it both sends and receives on recorded connections: a
-//     held GPU then waits on its sends for its own blocked input.
+//     A member is judged only where it sends on recorded connections: a held GPU then waits
+//     on its sends for its own blocked input. A ring's member that only sends (its node's
+//     exit) is judged unless its wire is slower than its peers' (then the wire paces the
+//     ring and its data waits there early); in a hierarchy only members that send and
+//     receive are.
 //   - A late exit from the collective before: the GPU just past a slow link finishes a ring
 //     last and so reaches the next collective last, waiting less there with no fault of its
 //     own. A GPU slow in its own work comes late to each collective that follows its own
@@ -54,8 +57,8 @@
 // every input (Broadcast, Reduce: their root never waits); the communicator's window sums do
 // not say which collective a wait came from, so such a communicator's root could stand out.
 // Nothing is judged in a group of fewer than four members (place_peers.hpp, kMinPlace), nor a
-// member that only sends or only receives over the network there (one GPU per node of a ring
-// is its entry, another its exit, on a channel).
+// member that only receives over the network there (a ring's entry on every channel it
+// uses), nor one that only sends in a hierarchy or on a slower wire than its peers'.
 #pragma once
 
 #include <cstdint>
@@ -83,7 +86,8 @@ struct ChannelWait {
 // receives' RecvWait + RecvFlushWait, per op. `least_waited_on_ns`: over the same connections,
 // the least that the other end's half waited per op. `stage`: its pipeline stage (0: none);
 // `place`: its part there; `sends`/`receives`: whether it recorded a half of each kind;
-// `ops`: the most ops one of those connections recorded; `per_channel`: the same by channel.
+// `ops`: the most ops one of those connections recorded; `per_channel`: the same by channel;
+// `wire_wait_ns`: the largest SendWait per op of its sends (the time its data spent on the wire).
 struct MemberWait {
   uint32_t process = 0;
   uint64_t comm_hash = 0;
@@ -95,6 +99,7 @@ struct MemberWait {
   bool receives = false;
   double ops = 0;
   std::map<int32_t, ChannelWait> per_channel;
+  double wire_wait_ns = 0;
 };
 
 // Every member of a collective communicator with a role there and a neighbour's half recorded,

@@ -59,7 +59,9 @@ TEST(Mpi, GatherBytesReachesRankZeroOnlyInRankOrder) {
   ASSERT_EQ(all.size(), static_cast<size_t>(w.size()));
   for (int r = 0; r < w.size(); ++r) {
     ASSERT_EQ(all[r].size(), static_cast<size_t>(2 * r));
-    if (r > 0) EXPECT_EQ(all[r][1], static_cast<char>('a' + r));
+    if (r > 0) {
+      EXPECT_EQ(all[r][1], static_cast<char>('a' + r));
+    }
   }
 }
 
@@ -75,7 +77,8 @@ TEST(Mpi, CollectivesUnderADeadlineGiveTheSameResults) {
   std::vector<char> mine(static_cast<size_t>(w.rank() + 1), static_cast<char>('a' + w.rank()));
   std::vector<std::vector<char>> all = w.all_gather_bytes(mine);
   ASSERT_EQ(all.size(), static_cast<size_t>(w.size()));
-  for (int r = 0; r < w.size(); ++r) EXPECT_EQ(all[r], std::vector<char>(static_cast<size_t>(r + 1), static_cast<char>('a' + r)));
+  for (int r = 0; r < w.size(); ++r)
+    EXPECT_EQ(all[r], std::vector<char>(static_cast<size_t>(r + 1), static_cast<char>('a' + r)));
   std::vector<std::vector<char>> at_root = w.gather_bytes(mine);
   EXPECT_EQ(at_root.size(), w.rank() == 0 ? static_cast<size_t>(w.size()) : 0u);
   std::vector<char> root_says = w.broadcast_bytes(w.rank() == 0 ? std::vector<char>{'o', 'k'} : std::vector<char>{});
@@ -88,7 +91,7 @@ TEST(Mpi, GatherMergesTheTwoHalvesOfEveryConnection) {
   Communicator& w = test_world();
   const int n = w.size();
   NodeSummary mine;
-  mine.processes.push_back({"host" + std::to_string(w.rank()), 100});
+  mine.processes.push_back({"host" + std::to_string(w.rank()), 100, -1, ""});
   GlobalCommRank cr;
   cr.comm_hash = 0xABCDEF0123456789ull;
   cr.rank = w.rank();

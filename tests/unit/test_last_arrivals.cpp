@@ -1,7 +1,8 @@
 // last_arrivals on hand-built members: the member that every other one waited for is named,
-// in a tree where it keeps its neighbours waiting or is late on every channel; the last of a
-// healthy spread, a member that only receives, one that waits less by its part in a tree, and
-// one that came late to one communicator only are not (last_arrivals.hpp).
+// in a tree where it keeps its neighbours waiting or is late on every channel, and a ring's
+// member that only sends; the last of a healthy spread, a member that only receives, one that
+// only sends on a wire slower than its peers' or in a tree, one that waits less by its part
+// in a tree, and one that came late to one communicator only are not (last_arrivals.hpp).
 #include "analysis/last_arrivals.hpp"
 
 #include <gtest/gtest.h>
@@ -34,7 +35,8 @@ std::vector<MemberWait> members(const std::vector<double>& wait, const std::vect
                                 const FlowPlace& part = kRingPart, uint64_t comm = kComm, uint32_t stage = 0) {
   std::vector<MemberWait> out;
   for (size_t i = 0; i < wait.size(); ++i)
-    out.push_back({static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true, 1, {}});
+    out.push_back(
+        {static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true, 1, {}, 0});
   return out;
 }
 
@@ -80,12 +82,47 @@ TEST(LastArrivals, AMemberThatOnlyReceivesIsNotJudged) {
   EXPECT_EQ(last_arrivals(ring).count({0, kComm}), 1u);
 }
 
+// Ring members that only send (each node's exit, as in a ring of one channel over nodes of two
+// GPUs), with their longest wait and their wire's SendWait (ms per op).
+std::vector<MemberWait> exits(const std::vector<double>& wait, const std::vector<double>& wire) {
+  std::vector<MemberWait> out = members(wait, std::vector<double>(wait.size(), 0.5));
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].receives = false;
+    out[i].wire_wait_ns = wire[i] * 1e6;
+  }
+  return out;
+}
+
+TEST(LastArrivals, ARingMemberThatOnlySendsIsJudgedUnlessItsWireIsSlower) {
+  // A simulated ring of 58 nodes of two GPUs on one channel, the exit of one node 2.8x slow:
+  // it waited 0.43 ms per op, the other exits 1.8-1.86, all on wires of 0.09.
+  const std::vector<double> wait = {1.80, 1.85, 1.78, 1.83, 1.81, 1.86, 1.79, 0.43};
+  EXPECT_EQ(last_arrivals(exits(wait, std::vector<double>(8, 0.09))).count({7, kComm}), 1u);
+  // A healthy ring paced by one exit's wire (0.97 ms per op, the others 0.35-0.57): that
+  // exit's data waits on the wire early, and it waits less in all (1.42 against 2.3-2.45).
+  const std::vector<double> paced = {2.30, 2.40, 2.35, 2.45, 2.37, 2.32, 2.40, 1.42};
+  const std::vector<double> wire = {0.35, 0.57, 0.48, 0.41, 0.52, 0.45, 0.50, 0.97};
+  EXPECT_TRUE(last_arrivals(exits(paced, wire)).empty());
+  // The same waits on wires alike name it.
+  EXPECT_EQ(last_arrivals(exits(paced, std::vector<double>(8, 0.45))).count({7, kComm}), 1u);
+  // In a tree a member that only sends is not judged, even where it keeps its neighbours
+  // waiting: the channel test compares members that send and receive. Receiving too, it is.
+  std::vector<MemberWait> tree = exits(wait, std::vector<double>(8, 0.09));
+  for (MemberWait& m : tree) m.place = kTreeLeaf;
+  tree.front().place = kTreeInterior;
+  const std::vector<double> waited_on = {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 2.0};
+  for (size_t i = 0; i < tree.size(); ++i) tree[i].least_waited_on_ns = waited_on[i] * 1e6;
+  EXPECT_TRUE(last_arrivals(tree).empty());
+  for (MemberWait& m : tree) m.receives = true;
+  EXPECT_EQ(last_arrivals(tree).count({7, kComm}), 1u);
+}
+
 TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
   // The root of a tree waits for the reduction only: less than the leaves by its part, but
   // its neighbours did not wait on it more than on the others. Not named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
-  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}});
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0});
   EXPECT_TRUE(last_arrivals(tree).empty());
   // A late member of the same tree keeps every neighbour waiting on it.
   tree.back().least_waited_on_ns = 2.0e6;
@@ -104,7 +141,7 @@ TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
   // every channel, it is named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
-  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}});
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0});
   const std::vector<double> first = {1.9, 1.8, 2.0, 2.1, 1.9, 1.85, 1.95, 2.0, 0.8};
   const std::vector<double> second = {1.7, 1.8, 1.9, 1.75, 1.8, 1.7, 1.85, 1.9, 0.9};
   for (size_t i = 0; i < tree.size(); ++i)
