@@ -48,7 +48,10 @@
 //     own. A GPU slow in its own work comes late to each collective that follows its own
 //     compute, so one judged in several communicators must wait less than its peers in each
 //     of them, significant on its own at 1 % where not the finding (a guard, not a test:
-//     the family-wise rate is the findings').
+//     the family-wise rate is the findings'). There its peers are the members apart from
+//     the finding's communicator, where three remain: those waited on it there and come late
+//     with it (in a world+dp ring, a slow GPU's data-parallel peers wait less in the world
+//     ring too, and against them all it did not stand out).
 // A GPU slow to consume or a slow link behind a sender does not stand out here: the consumer
 // waits for its own input, which its own withheld credit holds back, and a slow link's sender
 // waits on the wire (SendWait); both wait as long as their peers.

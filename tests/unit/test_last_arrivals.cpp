@@ -2,7 +2,8 @@
 // in a tree where it keeps its neighbours waiting or is late on every channel, and a ring's
 // member that only sends; the last of a healthy spread, a member that only receives, one that
 // only sends on a wire slower than its peers' or in a tree, one that waits less by its part
-// in a tree, and one that came late to one communicator only are not (last_arrivals.hpp).
+// in a tree, and one that came late to one communicator only are not; elsewhere a GPU is
+// compared with the members apart from its finding's communicator (last_arrivals.hpp).
 #include "analysis/last_arrivals.hpp"
 
 #include <gtest/gtest.h>
@@ -170,6 +171,22 @@ TEST(LastArrivals, AMemberLateToOneCommunicatorOnlyIsNotNamed) {
   const auto found = last_arrivals(job);
   EXPECT_EQ(found.count({0, kComm}), 1u);
   EXPECT_EQ(found.count({0, 0xbeefULL}), 1u);
+}
+
+TEST(LastArrivals, ElsewhereAGpuIsComparedWithTheMembersApartFromItsFindingsCommunicator) {
+  // A world+dp ring of 8 nodes of two GPUs: GPU 0 2.9x slow. In its data-parallel ring
+  // (GPUs 0-7) it waited 0.86 ms per op, the others 3.3-3.9. In the world ring its
+  // data-parallel peers, late from waiting on it there, waited about 1.15, the other GPUs
+  // (8-15) about 3.4, and GPU 0 0.84: against all 15 others (two crowds) it stands out at t
+  // under 2, against the 8 apart from its data-parallel peers far beyond the guard.
+  std::vector<MemberWait> job = members({0.86, 3.3, 3.5, 3.9, 3.6, 3.4, 3.7, 3.8}, std::vector<double>(8, 0.5));
+  const std::vector<double> world = {0.84, 1.10, 1.15, 1.18, 1.12, 1.20, 1.14, 1.16,
+                                     3.35, 3.42, 3.38, 3.45, 3.40, 3.37, 3.44, 3.41};
+  for (MemberWait m : members(world, std::vector<double>(16, 0.5), kRingPart, 0xbeef)) job.push_back(m);
+  EXPECT_EQ(last_arrivals(job).count({0, kComm}), 1u);
+  // Waiting in the world ring as long as the others apart from its peers: no agreement.
+  job[8].longest_wait_ns = 3.39e6;
+  EXPECT_EQ(last_arrivals(job).count({0, kComm}), 0u);
 }
 
 TEST(LastArrivals, OnlyMembersOfOneStageAreCompared) {
