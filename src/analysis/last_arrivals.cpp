@@ -75,15 +75,23 @@ WaitDeficit departure(const std::vector<double>& figures, size_t i) {
 double t_of(const WaitDeficit& d) { return d.sigma_ns > 0 ? d.deficit_ns / d.sigma_ns : 0; }
 
 // The guard on a member that only sends: its data spent no longer on the wire than its peers'
-// did, significant at 1 % (a guard, not a finding).
+// did, significant at 1 % (a guard, not a finding), or not long enough to explain its wait
+// deficit. A wire slower by D per op delays each step of the ring by D at most: its peers
+// wait up to D longer for their data and its sender up to D less, a deficit of 2 D at most.
 constexpr double kWireGuard = 0.01;
+constexpr double kDeficitPerWireExcess = 2;
 
-// Whether member i of a group's data spent significantly longer on the wire than the others'.
-bool wire_slower(const std::vector<MemberWait>& group, size_t i) {
-  std::vector<double> wire;
-  for (const MemberWait& m : group) wire.push_back(m.wire_wait_ns);
-  const WaitDeficit d = departure(wire, i);
-  return d.sigma_ns > 0 && t_of(d) > critical_t(d.df, kWireGuard);
+// Whether member i of a group's data spent significantly longer on the wire than the others',
+// by enough to explain how much less than theirs it waited.
+bool wire_explains(const std::vector<MemberWait>& group, size_t i) {
+  std::vector<double> wire, waited_less;
+  for (const MemberWait& m : group) {
+    wire.push_back(m.wire_wait_ns);
+    waited_less.push_back(-m.longest_wait_ns);
+  }
+  const WaitDeficit slower = departure(wire, i);
+  if (slower.sigma_ns <= 0 || t_of(slower) <= critical_t(slower.df, kWireGuard)) return false;
+  return departure(waited_less, i).deficit_ns <= kDeficitPerWireExcess * slower.deficit_ns;
 }
 
 // Members by communicator and stage: those that wait as senders. A member that only receives
@@ -93,10 +101,13 @@ bool wire_slower(const std::vector<MemberWait>& group, size_t i) {
 // data, for credit and on the wire, and every other member waits for a late one as on a
 // receive: on a ring it is judged with the others (a 2.8x exit of a ring of 58 nodes of two
 // GPUs and one channel, 72 % slower, waited 43 us per step where the others waited 180). But
-// not where its own wire is slower than its peers': then its data waits on the wire, early,
-// and paces the ring without a late GPU (in a healthy ring of 13 nodes, an exit whose wire
-// took 97 us per step where others took 35-57 waited 142 in all, its peers 237). A member that
-// sends and receives waits on its receives for the same collective, which no wire holds up.
+// not where its own wire is slower than its peers' by enough to explain its deficit: then its
+// data waits on the wire, early, and paces the ring without a late GPU (in a healthy ring of
+// 13 nodes, an exit whose wire took 97 us per step where others took 35-57 waited 142 in all,
+// its peers 237: 1.5 times its wire's excess). A late GPU's data may queue on its wire too,
+// sent in a burst when it comes (a 2.5x exit: 40 us per step where others took 22), but by
+// far less than its deficit (38 times). A member that sends and receives waits on its
+// receives for the same collective, which no wire holds up.
 // In a hierarchy only members that send and receive are judged, as the channel test compares
 // them channel by channel.
 Groups grouped(std::span<const MemberWait> members) {
@@ -107,7 +118,7 @@ Groups grouped(std::span<const MemberWait> members) {
     const bool hierarchy = parts_in_hierarchy(group);
     std::vector<bool> judged(group.size());
     for (size_t i = 0; i < group.size(); ++i)
-      judged[i] = group[i].receives || (!hierarchy && !wire_slower(group, i));
+      judged[i] = group[i].receives || (!hierarchy && !wire_explains(group, i));
     size_t i = 0;
     std::erase_if(group, [&](const MemberWait&) { return !judged[i++]; });
   }

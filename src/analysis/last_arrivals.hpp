@@ -40,9 +40,9 @@
 //     buffers (consuming slowly, or blocked by a slow GPU of its node over NVLink) is no wait.
 //     A member is judged only where it sends on recorded connections: a held GPU then waits
 //     on its sends for its own blocked input. A ring's member that only sends (its node's
-//     exit) is judged unless its wire is slower than its peers' (then the wire paces the
-//     ring and its data waits there early); in a hierarchy only members that send and
-//     receive are.
+//     exit) is judged unless its wire is slower than its peers' by enough to explain its
+//     deficit (then the wire paces the ring and its data waits there early); in a hierarchy
+//     only members that send and receive are.
 //   - A late exit from the collective before: the GPU just past a slow link finishes a ring
 //     last and so reaches the next collective last, waiting less there with no fault of its
 //     own. A GPU slow in its own work comes late to each collective that follows its own
@@ -61,7 +61,8 @@
 // not say which collective a wait came from, so such a communicator's root could stand out.
 // Nothing is judged in a group of fewer than four members (place_peers.hpp, kMinPlace), nor a
 // member that only receives over the network there (a ring's entry on every channel it
-// uses), nor one that only sends in a hierarchy or on a slower wire than its peers'.
+// uses), nor one that only sends in a hierarchy or on a wire slower than its peers' by as
+// much as half its deficit.
 #pragma once
 
 #include <cstdint>
