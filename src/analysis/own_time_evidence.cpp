@@ -136,16 +136,22 @@ namespace {
 
 // Per collective communicator, its pace from its connections with a send half.
 std::map<uint64_t, CollectivePace> collective_paces(const Observations& obs, const std::vector<EdgeFacts>& facts) {
-  std::map<uint64_t, std::pair<std::vector<double>, std::vector<double>>> samples;
+  struct Samples {
+    std::vector<double> cycles, waits, quickest;
+  };
+  std::map<uint64_t, Samples> samples;
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];
     if (f.src == f.dst || !f.view.has_send || f.p2p) continue;
-    auto& [cycles, waits] = samples[obs.edges[i].key.comm_hash];
-    cycles.push_back(f.view.send_cycle_ns);
-    waits.push_back(f.view.step_ns[kSendWait]);
+    Samples& s = samples[obs.edges[i].key.comm_hash];
+    s.cycles.push_back(f.view.send_cycle_ns);
+    s.waits.push_back(f.view.step_ns[kSendWait]);
+    // Without a quickest op (no op carried steps alone), its mean bounds it from above too.
+    s.quickest.push_back(f.view.quickest_op_send_wait_ns.value_or(f.view.step_ns[kSendWait]));
   }
   std::map<uint64_t, CollectivePace> paces;
-  for (const auto& [comm, s] : samples) paces[comm] = {median_of(s.first), median_of(s.second)};
+  for (const auto& [comm, s] : samples)
+    paces[comm] = {median_of(s.cycles), median_of(s.waits), median_of(s.quickest)};
   return paces;
 }
 
@@ -171,10 +177,17 @@ void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, 
   const std::map<uint64_t, CollectivePace> paces = collective_paces(obs, facts);
   for (const SlowSendWait& slow : slow_send_waits(roles.get(), sends)) {
     const EdgeFacts& f = facts[slow.connection];
-    if (!f.p2p && !sets_the_pace(f.view.quickest_op_send_wait_ns.value_or(0),
-                                 paces.at(obs.edges[slow.connection].key.comm_hash), cfg.link_ratio))
-      continue;  // a collective's link queued behind its flow, not slow
-    evidence[f.src].offer(slow.excess_ns, CulpritClass::kNetworkLink, f.dst, slow.margin);
+    double margin = slow.margin;
+    if (!f.p2p) {
+      const double quickest = f.view.quickest_op_send_wait_ns.value_or(0);
+      const CollectivePace& pace = paces.at(obs.edges[slow.connection].key.comm_hash);
+      if (!sets_the_pace(quickest, pace, cfg.link_ratio)) {
+        if (!outlasts_a_full_window(quickest, pace, cfg.nccl_steps))
+          continue;  // a collective's link queued behind its flow, not slow
+        margin = std::min(margin, quickest / (cfg.nccl_steps * pace.typical_quickest_op_ns));
+      }
+    }
+    evidence[f.src].offer(slow.excess_ns, CulpritClass::kNetworkLink, f.dst, margin);
   }
 }
 

@@ -20,6 +20,10 @@ bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double lin
   return pace.step_ns > 0 && quickest_op_ns >= pace.step_ns && pace.step_ns >= link_ratio * pace.typical_send_wait_ns;
 }
 
+bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps) {
+  return pace.typical_quickest_op_ns > 0 && quickest_op_ns > nccl_steps * pace.typical_quickest_op_ns;
+}
+
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,
                                           double false_alarm) {
   std::vector<PeerFigure> figures;

@@ -24,10 +24,25 @@
 // than a step of the communicator takes (its sends overlap: it cannot keep up), and that
 // step takes link_ratio times a typical link's SendWait or more. The slowest healthy link of
 // a flow that the network paces is as busy, but sets a pace only as much slower as it is.
+// Or it counts where every op of it spent longer per step in SendWait than a full window of
+// NCCL_STEPS sends at a typical link's quickest op's SendWait per step
+// (outlasts_a_full_window): a send waits behind at most NCCL_STEPS - 1 earlier sends of its
+// connection, each on a wire as fast as its peers' no longer than their SendWait per step in
+// any op (their transfer, the latency and any queue they met), so a wire like theirs cannot.
+// That holds where the step is no measure of the link: a ring
+// channel whose own slow link makes every member wait for data (the median send cycle is
+// that slow channel's: a 4x link of a data-parallel ring of 4 nodes, 9.3x its peers' SendWait
+// and 68 % slower, spent 0.38 of a cycle on the wire), or a job of several channels paced by
+// one slow channel (the cycle is the quick channels'). Of the links the peer test flagged and
+// the pace gate held back on 22 randomized probing seeds, the slow ones' quickest ops reached
+// up to 52x a typical link's mean SendWait, the links that were no fault 6.1x (6.0x in healthy
+// runs) but for one at 22x beside the other fault of a two-fault run (docs/accuracy.md).
 //
 // What it cannot tell apart: which end of the wire (the sender's NIC or the receiver's) is
 // slow; a link whose peers are all as slow (a slow switch under a whole place); nor a
-// connection whose place has too few peers to measure a spread (place_peers.hpp).
+// connection whose place has too few peers to measure a spread (place_peers.hpp). The full
+// window assumes a send queues behind its own connection's sends only: where several
+// connections share one NIC, a healthy one may queue behind theirs too.
 #pragma once
 
 #include <cstdint>
@@ -60,15 +75,22 @@ struct SlowSendWait {
 
 // A collective communicator's pace, from its connections' sends: the time a step takes (the
 // median of its connections' send cycles per step: waiting for data, for credit and on the
-// wire) and a typical link's SendWait per step (their median).
+// wire), a typical link's SendWait per step (their median) and a typical link's quickest op's
+// SendWait per step (their median; every step of an op spends its transfer and the latency
+// in SendWait, so it bounds a typical link's from above more tightly).
 struct CollectivePace {
   double step_ns = 0;
   double typical_send_wait_ns = 0;
+  double typical_quickest_op_ns = 0;
 };
 
 // Whether a collective connection whose quickest op spent `quickest_op_ns` per step in
 // SendWait sets its communicator's pace (see above).
 bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double link_ratio);
+
+// Whether that quickest op outlasted a full window of `nccl_steps` sends at a typical link's
+// quickest op's SendWait per step (see above): more than a wire as fast as its peers' can queue.
+bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps);
 
 // The links beyond their peers' spread, one (the largest) per sender and communicator.
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,

@@ -58,13 +58,30 @@ TEST(SendWaitPeers, LinksAllAsSlowNameNone) {
 TEST(SendWaitPeers, ACollectiveLinkSetsThePaceWhereEveryOpOfItOutlastsAStepMuchSlowerThanATransfer) {
   // Steps of 360 us where a typical link moves one in 46 us: a link that spent 400 us per step
   // in its quickest op cannot keep up; one that spent 300 us queued behind its flow's bursts.
-  const CollectivePace compute_paced{360e3, 46e3};
+  const CollectivePace compute_paced{360e3, 46e3, 40e3};
   EXPECT_TRUE(sets_the_pace(400e3, compute_paced, 1.5));
   EXPECT_FALSE(sets_the_pace(300e3, compute_paced, 1.5));
   // A flow the network paces: the slowest healthy link is as busy as a step, but the step is
   // no slower than a typical link's transfer by link_ratio.
-  EXPECT_FALSE(sets_the_pace(60e3, CollectivePace{55e3, 50e3}, 1.5));
+  EXPECT_FALSE(sets_the_pace(60e3, CollectivePace{55e3, 50e3, 45e3}, 1.5));
   EXPECT_FALSE(sets_the_pace(60e3, CollectivePace{}, 1.5));  // no pace measured
+}
+
+TEST(SendWaitPeers, ACollectiveLinkWhoseEveryOpOutlastsAFullWindowOfTypicalSendsIsSlowAtAnyPace) {
+  // A data-parallel ring of four nodes whose 4x link makes every member wait for data: the
+  // median send cycle (1280 us per step) is its own slow channel's, so the link (485 us per
+  // step in its quickest op) sets no pace; but 8 sends at a typical link's quickest op's 50 us
+  // take 400 us.
+  const CollectivePace own_slow_channel{1280e3, 52e3, 50e3};
+  EXPECT_FALSE(sets_the_pace(485e3, own_slow_channel, 1.5));
+  EXPECT_TRUE(outlasts_a_full_window(485e3, own_slow_channel, 8));
+  // A healthy link whose data came in bursts: 297 us per step, 5.3x a typical link's 56 us.
+  EXPECT_FALSE(outlasts_a_full_window(297e3, CollectivePace{1690e3, 61e3, 56e3}, 8));
+  // Exactly a full window queued is what a wire like its peers' can show.
+  EXPECT_FALSE(outlasts_a_full_window(400e3, own_slow_channel, 8));
+  EXPECT_FALSE(outlasts_a_full_window(485e3, CollectivePace{1280e3, 52e3, 0}, 8));  // none measured
+  // The typical link's mean SendWait would not bound it: only its quickest op's does.
+  EXPECT_TRUE(outlasts_a_full_window(420e3, CollectivePace{554e3, 120e3, 50e3}, 8));
 }
 
 }  // namespace
