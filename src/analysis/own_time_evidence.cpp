@@ -189,6 +189,16 @@ void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, 
     }
     evidence[f.src].offer(slow.excess_ns, CulpritClass::kNetworkLink, f.dst, margin);
   }
+  // Beyond any healthy link's full window, a collective link is slow whatever its peers' spread.
+  for (const SendWaitFigure& s : sends) {
+    const EdgeFacts& f = facts[s.connection];
+    if (f.p2p) continue;
+    const CollectivePace& pace = paces.at(obs.edges[s.connection].key.comm_hash);
+    const double beyond = beyond_any_healthy_window(s.per_step_ns, pace, cfg.nccl_steps);
+    if (beyond > 1)
+      evidence[f.src].offer((s.per_step_ns - pace.typical_quickest_op_ns) * s.steps, CulpritClass::kNetworkLink,
+                            f.dst, beyond);
+  }
 }
 
 void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,

@@ -24,6 +24,12 @@ bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, i
   return pace.typical_quickest_op_ns > 0 && quickest_op_ns > nccl_steps * pace.typical_quickest_op_ns;
 }
 
+double beyond_any_healthy_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps) {
+  if (pace.typical_quickest_op_ns <= 0) return 0;
+  const double slowest_healthy_link = std::exp(3 * kLinkPriorSigma);
+  return quickest_op_ns / (nccl_steps * slowest_healthy_link * pace.typical_quickest_op_ns);
+}
+
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,
                                           double false_alarm) {
   std::vector<PeerFigure> figures;

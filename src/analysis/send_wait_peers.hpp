@@ -38,6 +38,12 @@
 // up to 52x a typical link's mean SendWait, the links that were no fault 6.1x (6.0x in healthy
 // runs) but for one at 22x beside the other fault of a two-fault run (docs/accuracy.md).
 //
+// Beyond a full window by the spread healthy links of one kind show (beyond_any_healthy_window,
+// 8 x 1.35 = 10.8x a typical link's quickest op), a collective link is slow whether or not its
+// peers' spread is narrow enough to show it (a tree of four nodes of one GPU has three peers;
+// the exits of a ring of two nodes spanned 3.8x in their quickest ops): in 603 healthy
+// randomized probing runs no link stood above 7.1x, and 99 % of runs stayed under 6.2x.
+//
 // What it cannot tell apart: which end of the wire (the sender's NIC or the receiver's) is
 // slow; a link whose peers are all as slow (a slow switch under a whole place); nor a
 // connection whose place has too few peers to measure a spread (place_peers.hpp). The full
@@ -91,6 +97,12 @@ bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double lin
 // Whether that quickest op outlasted a full window of `nccl_steps` sends at a typical link's
 // quickest op's SendWait per step (see above): more than a wire as fast as its peers' can queue.
 bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps);
+
+// How many times that quickest op outlasted a full window of `nccl_steps` sends on a wire
+// slower than its peers' by as much as healthy links of one kind differ (three deviations of
+// their prior spread, kLinkPriorSigma): above 1, no queue of its own sends explains it, and
+// its link is slow whatever its peers' spread (see above). 0 where no typical link is measured.
+double beyond_any_healthy_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps);
 
 // The links beyond their peers' spread, one (the largest) per sender and communicator.
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,

@@ -84,5 +84,18 @@ TEST(SendWaitPeers, ACollectiveLinkWhoseEveryOpOutlastsAFullWindowOfTypicalSends
   EXPECT_TRUE(outlasts_a_full_window(420e3, CollectivePace{554e3, 120e3, 50e3}, 8));
 }
 
+TEST(SendWaitPeers, BeyondAnyHealthyWindowALinkIsSlowWhateverItsPeersSpread) {
+  // A typical link's quickest op: 50 us per step. A full window of 8 sends on a wire 1.35x
+  // slower (three deviations of 10 %) takes 540 us: no healthy link's own queue reaches it.
+  const CollectivePace pace{700e3, 60e3, 50e3};
+  EXPECT_NEAR(beyond_any_healthy_window(1080e3, pace, 8), 2.0, 0.01);
+  EXPECT_GT(beyond_any_healthy_window(560e3, pace, 8), 1);
+  // Past a full window at its peers' speed, but not at a healthy slower link's: the peer test
+  // must decide (outlasts_a_full_window).
+  EXPECT_TRUE(outlasts_a_full_window(500e3, pace, 8));
+  EXPECT_LT(beyond_any_healthy_window(500e3, pace, 8), 1);
+  EXPECT_EQ(beyond_any_healthy_window(1080e3, CollectivePace{700e3, 60e3, 0}, 8), 0);  // none measured
+}
+
 }  // namespace
 }  // namespace culprit
