@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -59,20 +58,6 @@ PeerDeparture departure_with_prior(double excess, double measured, double df, do
 
 using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
 
-// How far out a departure stands: its excess in deviations of its yardstick.
-double standing(const PeerDeparture& d) {
-  if (d.variance > 0) return d.excess / std::sqrt(d.variance);
-  return d.excess > 0 ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-}
-
-// A GPU is judged in every place it holds in one communicator (a pipeline stage's sends
-// towards the stage before it and the stage after it face different places), and stands as
-// far out as its farthest departure: the one that a fault of its own would show.
-void keep_farther(Departures& out, const std::pair<uint32_t, uint64_t>& who, const PeerDeparture& d) {
-  auto [it, added] = out.emplace(who, d);
-  if (!added && standing(d) > standing(it->second)) it->second = d;
-}
-
 // What a member is judged against: the others' median, and their spread about it (clipped
 // at 4 deviations, so that a second outlier stays out of the yardstick) plus the median's
 // own sampling variance, with one degree of freedom fewer than the others.
@@ -114,8 +99,8 @@ void departures_in_place(const std::vector<Member>& place, Departures& out) {
       y = yardstick_of(std::move(others));
     }
     if (y.spread <= 0 && prior <= 0) continue;  // no spread known: nothing to judge by
-    keep_farther(out, {place[i].process, place[i].comm_hash},
-                 departure_with_prior(place[i].value - y.center, y.spread, y.df, prior, y.center_share));
+    out[{place[i].process, place[i].comm_hash}] =
+        departure_with_prior(place[i].value - y.center, y.spread, y.df, prior, y.center_share);
   }
 }
 
@@ -179,9 +164,8 @@ class FamilySpread {
     if (spread.sigma <= 0 && prior <= 0) return;
     // The others' median is their mean where they are one or two.
     const double center_share = (others.size() <= 2 ? 1.0 : kMedianEfficiency * kMedianEfficiency) / m;
-    keep_farther(out, {place[judged].process, place[judged].comm_hash},
-                 departure_with_prior(place[judged].value - center, spread.sigma * spread.sigma, spread.df, prior,
-                                      center_share));
+    out[{place[judged].process, place[judged].comm_hash}] =
+        departure_with_prior(place[judged].value - center, spread.sigma * spread.sigma, spread.df, prior, center_share);
   }
 
   // The spread a member is judged in: the family's, without it and, where the family holds

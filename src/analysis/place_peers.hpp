@@ -35,9 +35,7 @@ namespace culprit {
 
 // One connection's figure for one GPU, with what makes its peers: its communicator's family
 // of replicas (the first of its kind, size and chunk), its place there and its stage (0:
-// none). A GPU with several connections of one communicator in one place counts its largest;
-// one in several places of a communicator (a pipeline stage's sends backward and forward) is
-// judged in each, and its departure there is the one that stands farthest out.
+// none). A GPU with several connections of one communicator in one place counts its largest.
 struct PeerFigure {
   uint32_t process = 0;
   uint64_t comm_hash = 0;

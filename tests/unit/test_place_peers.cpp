@@ -43,27 +43,6 @@ TEST(PlacePeers, AGpuKeepsItsLargestFigureOfACommunicator) {
   EXPECT_DOUBLE_EQ(found.of.at({0, 0xa}).excess, 500 - 100);
 }
 
-TEST(PlacePeers, AGpuInTwoPlacesOfACommunicatorStandsAsFarOutAsItsFarthestDeparture) {
-  // GPUs 0-4 send towards two parts of the flow (two far places, as a pipeline stage sends
-  // backward and forward): GPU 0 is ordinary towards the first and stands out towards the
-  // second (500 against about 100). It is judged in both; the farther departure is its own,
-  // whichever place is judged last.
-  const FlowPlace backward_place{1, 1, {{1, 0}}};
-  const FlowPlace forward_place{1, 1, {{0, 1}}};
-  std::vector<PeerFigure> figures;
-  const double backward[5] = {60, 62, 58, 61, 59};
-  const double forward[5] = {500, 100, 110, 90, 105};
-  for (uint32_t g = 0; g < 5; ++g) {
-    figures.push_back({g, 0xa, 0xa, kPlace, 0, backward[g], backward_place, 0});
-    figures.push_back({g, 0xa, 0xa, kPlace, 0, forward[g], forward_place, 0});
-  }
-  const auto found = peer_departures(figures);
-  EXPECT_EQ(found.judged, 10u);  // one test per place a GPU holds
-  EXPECT_DOUBLE_EQ(found.of.at({0, 0xa}).excess, 500 - 102.5);
-  EXPECT_TRUE(significant(found.of.at({0, 0xa}), 1e-3 / 10).has_value());
-  EXPECT_FALSE(significant(found.of.at({1, 0xa}), 1e-3 / 10).has_value());
-}
-
 TEST(PlacePeers, SmallPlacesAreJudgedInTheirFamilysSpreadAndStagesApart) {
   // Ten stages of two replicas (communicators 0xa and 0xb, one family): a place of two has
   // no spread of its own, the family's pairs have one, and each stage's typical figure (its
