@@ -36,6 +36,9 @@ namespace culprit {
 // One connection's figure for one GPU, with what makes its peers: its communicator's family
 // of replicas (the first of its kind, size and chunk), its place there and its stage (0:
 // none). A GPU with several connections of one communicator in one place counts its largest.
+// One in several places of a communicator (a pipeline stage's sends backward and forward) is
+// judged in each, but keeps the departure of the place judged last (docs/accuracy.md, "a GPU
+// in several places of one communicator": its farthest departure named more, and more wrongly).
 struct PeerFigure {
   uint32_t process = 0;
   uint64_t comm_hash = 0;
