@@ -182,9 +182,9 @@ void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, 
       const double quickest = f.view.quickest_op_send_wait_ns.value_or(0);
       const CollectivePace& pace = paces.at(obs.edges[slow.connection].key.comm_hash);
       if (!sets_the_pace(quickest, pace, cfg.link_ratio)) {
-        if (!outlasts_a_full_window(quickest, pace, cfg.nccl_steps))
-          continue;  // a collective's link queued behind its flow, not slow
-        margin = std::min(margin, quickest / (cfg.nccl_steps * pace.typical_quickest_op_ns));
+        const double windows = full_windows_outlasted(quickest, pace, cfg.nccl_steps);
+        if (windows <= 1) continue;  // a collective's link queued behind its flow, not slow
+        margin = std::min(margin, windows);
       }
     }
     evidence[f.src].offer(slow.excess_ns, CulpritClass::kNetworkLink, f.dst, margin);

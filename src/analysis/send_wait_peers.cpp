@@ -20,14 +20,14 @@ bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double lin
   return pace.step_ns > 0 && quickest_op_ns >= pace.step_ns && pace.step_ns >= link_ratio * pace.typical_send_wait_ns;
 }
 
-bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps) {
-  return pace.typical_quickest_op_ns > 0 && quickest_op_ns > nccl_steps * pace.typical_quickest_op_ns;
+double full_windows_outlasted(double quickest_op_ns, const CollectivePace& pace, int nccl_steps) {
+  if (pace.typical_quickest_op_ns <= 0) return 0;
+  return quickest_op_ns / (nccl_steps * pace.typical_quickest_op_ns);
 }
 
 double beyond_any_healthy_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps) {
-  if (pace.typical_quickest_op_ns <= 0) return 0;
   const double slowest_healthy_link = std::exp(3 * kLinkPriorSigma);
-  return quickest_op_ns / (nccl_steps * slowest_healthy_link * pace.typical_quickest_op_ns);
+  return full_windows_outlasted(quickest_op_ns, pace, nccl_steps) / slowest_healthy_link;
 }
 
 std::vector<SlowSendWait> slow_send_waits(const PeerRoles& roles, std::span<const SendWaitFigure> sends,

@@ -26,14 +26,14 @@
 // a flow that the network paces is as busy, but sets a pace only as much slower as it is.
 // Or it counts where every op of it spent longer per step in SendWait than a full window of
 // NCCL_STEPS sends at a typical link's quickest op's SendWait per step
-// (outlasts_a_full_window): a send waits behind at most NCCL_STEPS - 1 earlier sends of its
+// (full_windows_outlasted): a send waits behind at most NCCL_STEPS - 1 earlier sends of its
 // connection, each on a wire as fast as its peers' no longer than their SendWait per step in
 // any op (their transfer, the latency and any queue they met), so a wire like theirs cannot.
-// That holds where the step is no measure of the link: a ring
-// channel whose own slow link makes every member wait for data (the median send cycle is
-// that slow channel's: a 4x link of a data-parallel ring of 4 nodes, 9.3x its peers' SendWait
-// and 68 % slower, spent 0.38 of a cycle on the wire), or a job of several channels paced by
-// one slow channel (the cycle is the quick channels'). Of the links the peer test flagged and
+// That holds where the step is no measure of the link: a ring channel whose own slow link
+// makes every member wait for data (the median send cycle is that slow channel's: a 4x link
+// of a data-parallel ring of 4 nodes, 9.3x its peers' SendWait and 68 % slower, spent 0.38 of
+// a cycle on the wire), or a job of several channels paced by one slow channel (the cycle is
+// the quick channels'). Of the links the peer test flagged and
 // the pace gate held back on 22 randomized probing seeds, the slow ones' quickest ops reached
 // up to 52x a typical link's mean SendWait, the links that were no fault 6.1x (6.0x in healthy
 // runs) but for one at 22x beside the other fault of a two-fault run (docs/accuracy.md).
@@ -94,9 +94,10 @@ struct CollectivePace {
 // SendWait sets its communicator's pace (see above).
 bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double link_ratio);
 
-// Whether that quickest op outlasted a full window of `nccl_steps` sends at a typical link's
-// quickest op's SendWait per step (see above): more than a wire as fast as its peers' can queue.
-bool outlasts_a_full_window(double quickest_op_ns, const CollectivePace& pace, int nccl_steps);
+// How many times that quickest op outlasted a full window of `nccl_steps` sends at a typical
+// link's quickest op's SendWait per step (see above): above 1, more than a wire as fast as its
+// peers' can queue. 0 where no typical link is measured.
+double full_windows_outlasted(double quickest_op_ns, const CollectivePace& pace, int nccl_steps);
 
 // How many times that quickest op outlasted a full window of `nccl_steps` sends on a wire
 // slower than its peers' by as much as healthy links of one kind differ (three deviations of

@@ -74,14 +74,14 @@ TEST(SendWaitPeers, ACollectiveLinkWhoseEveryOpOutlastsAFullWindowOfTypicalSends
   // take 400 us.
   const CollectivePace own_slow_channel{1280e3, 52e3, 50e3};
   EXPECT_FALSE(sets_the_pace(485e3, own_slow_channel, 1.5));
-  EXPECT_TRUE(outlasts_a_full_window(485e3, own_slow_channel, 8));
+  EXPECT_GT(full_windows_outlasted(485e3, own_slow_channel, 8), 1);
   // A healthy link whose data came in bursts: 297 us per step, 5.3x a typical link's 56 us.
-  EXPECT_FALSE(outlasts_a_full_window(297e3, CollectivePace{1690e3, 61e3, 56e3}, 8));
+  EXPECT_LE(full_windows_outlasted(297e3, CollectivePace{1690e3, 61e3, 56e3}, 8), 1);
   // Exactly a full window queued is what a wire like its peers' can show.
-  EXPECT_FALSE(outlasts_a_full_window(400e3, own_slow_channel, 8));
-  EXPECT_FALSE(outlasts_a_full_window(485e3, CollectivePace{1280e3, 52e3, 0}, 8));  // none measured
+  EXPECT_LE(full_windows_outlasted(400e3, own_slow_channel, 8), 1);
+  EXPECT_LE(full_windows_outlasted(485e3, CollectivePace{1280e3, 52e3, 0}, 8), 1);  // none measured
   // The typical link's mean SendWait would not bound it: only its quickest op's does.
-  EXPECT_TRUE(outlasts_a_full_window(420e3, CollectivePace{554e3, 120e3, 50e3}, 8));
+  EXPECT_GT(full_windows_outlasted(420e3, CollectivePace{554e3, 120e3, 50e3}, 8), 1);
 }
 
 TEST(SendWaitPeers, BeyondAnyHealthyWindowALinkIsSlowWhateverItsPeersSpread) {
@@ -91,8 +91,8 @@ TEST(SendWaitPeers, BeyondAnyHealthyWindowALinkIsSlowWhateverItsPeersSpread) {
   EXPECT_NEAR(beyond_any_healthy_window(1080e3, pace, 8), 2.0, 0.01);
   EXPECT_GT(beyond_any_healthy_window(560e3, pace, 8), 1);
   // Past a full window at its peers' speed, but not at a healthy slower link's: the peer test
-  // must decide (outlasts_a_full_window).
-  EXPECT_TRUE(outlasts_a_full_window(500e3, pace, 8));
+  // must decide (full_windows_outlasted).
+  EXPECT_GT(full_windows_outlasted(500e3, pace, 8), 1);
   EXPECT_LT(beyond_any_healthy_window(500e3, pace, 8), 1);
   EXPECT_EQ(beyond_any_healthy_window(1080e3, CollectivePace{700e3, 60e3, 0}, 8), 0);  // none measured
 }
