@@ -29,6 +29,9 @@ void Simulation::Impl::build(const Scenario& scenario) {
   n = sc.nodes * sc.gpus;
   if (n < 2) throw std::invalid_argument("mock keys 'nodes' x 'gpus': need at least 2 ranks");
   C = sc.channels;
+  if (!(sc.compute > 0)) throw std::invalid_argument("mock key 'compute': must be positive");
+  // The GPUs' own work between operations scales; reductions inside a collective do not.
+  for (double* work : {&p.gap, &p.gap_inner, &p.pp_forward, &p.pp_backward}) *work *= sc.compute;
   build_processes();
   // The world communicator's hash (seed 1 gives one above 2^63).
   comm_hash = splitmix64(sc.seed * 0x2545f4914f6cdd1dull + 0x636f6d70ull);  // chosen so that seed 1 is above 2^63

@@ -178,6 +178,8 @@ Scenario Scenario::parse(const std::string& spec) {
       sc.comms = normalise_comms(value);
     } else if (key == "hetero") {
       sc.hetero = parse_double(key, value, 0, 1);
+    } else if (key == "compute") {
+      sc.compute = parse_double(key, value, 0.01, 100);
     } else if (key == "stages") {
       pipeline_key = key;
       sc.stages = int(parse_int(key, value, 2, 1 << 20));
@@ -242,6 +244,7 @@ std::string Scenario::to_spec() const {
   if (layout != "2.27") s += ",layout=" + layout;
   if (!comms.empty()) s += ",comms=" + comms;
   if (hetero > 0) s += ",hetero=" + fmt_double(hetero);
+  if (compute != 1) s += ",compute=" + fmt_double(compute);
   if (topology == "pipeline") {
     if (stages > 0) s += ",stages=" + std::to_string(stages);
     s += ",microbatches=" + std::to_string(microbatches) + ",backward=" + (backward ? "1" : "0");
@@ -275,6 +278,9 @@ Keys (default):
   hetero=0          sigma of the static spread of GPU speed and network link bandwidth
                     (heterogeneous hardware; fixed per GPU and per link for the run)
   bytes=64M         bytes per AllReduce per rank, or per pipeline send (suffix K, M, G)
+  compute=1         scale of each GPU's own work between operations (the compute/communication
+                    ratio): 1 = ~2 ms before each collective (0.2 ms before a world+dp ring's
+                    second), pipeline 0.5 ms forward and 1 ms backward per microbatch
   layout=2.27       trace layout: 2.27 (Group wrapping each operation, as NCCL 2.27 prints)
                     or flat (operations at top level)
   comms=            communicators; ring/tree: world (default) or world+dp (adds one DP

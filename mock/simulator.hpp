@@ -41,6 +41,10 @@ struct Scenario {
   std::string comms;
   double hetero = 0;             // sigma of the static per-GPU compute speed and per-link
                                  // bandwidth spread (0: identical hardware)
+  // Scale of the GPUs' own work between operations (the compute/communication ratio): 1 is
+  // ~2 ms before each collective, 0.5 and 1 ms per pipeline microbatch (Params in
+  // sim_internal.hpp); reductions and copies inside a collective keep their speed.
+  double compute = 1;
   int stages = 0;                // pipeline: stages (0 = one per node); must divide the GPUs
   int microbatches = 4;          // pipeline: microbatches per iteration
   bool backward = true;          // pipeline: gradients flow back after the forward pass

@@ -90,6 +90,9 @@ EFFECT = 0.05  # the issue's threshold: a fault costing >= 5 % must be named
 # Randomized family: cost caps so one scenario stays about 1-2 s on one core.
 MAX_GPUS = 128
 PIPELINE_MAX_BYTES_X_GPUS = 512 << 20  # pipeline cost ~ bytes x GPUs (128 KiB p2p steps)
+# The GPUs' own work per operation as a multiple of the simulator's, for --compute draw: from a tenth
+# of a collective's compute gap (communication-bound) to ten times (compute-bound).
+COMPUTE_RANGE = (0.1, 10.0)
 
 
 def parse_spec(spec):
@@ -125,6 +128,8 @@ def build_spec(p):
         items.append("microbatches=%d" % p["microbatches"])
     items += ["bytes=%s" % fmt_bytes(p["bytes"]), "jitter=%g" % p["jitter"], "hetero=%g" % p["hetero"],
               "layout=%s" % p["layout"], "seed=%d" % p["seed"]]
+    if p.get("compute", 1) != 1:
+        items.append("compute=%g" % p["compute"])
     items += ["fault=%s" % fault_text(f) for f in p["faults"]] or ["fault=none"]
     return ",".join(items)
 
@@ -133,6 +138,8 @@ def short_spec(p):
     s = "%s %dx%dx%d %s j%g h%g%s s%d" % (p["topo"], p["nodes"], p["gpus"], p["channels"], fmt_bytes(p["bytes"]),
                                          p["jitter"], p["hetero"], " flat" if p["layout"] == "flat" else "",
                                          p["seed"])
+    if p.get("compute", 1) != 1:
+        s += " c%g" % p["compute"]
     return s + " " + (" + ".join(fault_text(f) for f in p["faults"]) or "healthy")
 
 
@@ -267,12 +274,23 @@ def draw(rng):
     return p
 
 
-def randomized(seed, count):
+def compute_scale(sub, compute):
+    """The GPUs' own work per operation as a multiple of the simulator's (its compute key):
+    `compute` itself, or with "draw" log-uniform over COMPUTE_RANGE from a stream of its own,
+    so that every other draw of the scenario stays what it is without."""
+    if compute == "draw":
+        return round(log_uniform(random.Random("compute/%d" % sub), *COMPUTE_RANGE), 3)
+    return float(compute)
+
+
+def randomized(seed, count, compute=None):
     master = random.Random(seed)
     out = []
     for i in range(count):
         sub = master.getrandbits(48)
         p = draw(random.Random(sub))
+        if compute is not None:
+            p["compute"] = compute_scale(sub, compute)
         kinds = p.pop("kinds")
         what = "healthy" if not kinds else kinds[0] if len(kinds) == 1 else "two_faults"
         out.append({"name": "rand%d/%03d/%s/%s" % (seed, i, p["topo"], what), "family": "randomized",
@@ -667,6 +685,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per mock or analysis (default 300)")
     ap.add_argument("--format", help="the input every scenario is written as (mock --format, e.g. probing-csv: "
                                      "probing's exports without kernel clocks; default: NCCL profiler traces)")
+    ap.add_argument("--compute", help="randomized family: the GPUs' own work per operation as a multiple of the "
+                    "simulator's (mock key compute), or 'draw': log-uniform %g-%g per scenario (default: 1)"
+                    % COMPUTE_RANGE)
     ap.add_argument("--list", action="store_true", help="print the scenarios (name and SPEC) and exit")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
@@ -685,7 +706,7 @@ def main():
     if args.family in ("sensitivity", "all"):
         scen += sensitivity()
     if args.family in ("randomized", "all"):
-        scen += randomized(args.seed, args.count)
+        scen += randomized(args.seed, args.count, args.compute)
     if args.only:
         scen = [s for s in scen if re.search(args.only, s["name"]) or re.search(args.only, build_spec(s["params"]))]
     if args.list:

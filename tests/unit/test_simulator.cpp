@@ -270,6 +270,23 @@ TEST(SimulatorSpec, ParsesEveryKey) {
   EXPECT_NE(Scenario::parse("fault=none").to_spec().find("fault=none"), std::string::npos);
 }
 
+// compute= scales each GPU's own work between operations (about 2 ms before each collective),
+// not the collectives: a noise-free ring of 8 collectives takes 8 x 2 ms x (scale - 1) longer,
+// and a slow GPU costs the job a larger share where its work is more of the job.
+TEST(SimulatorSpec, ComputeScalesOwnWorkOnly) {
+  auto job = [](const std::string& extra) {
+    Simulation sim(Scenario::parse("topology=ring,nodes=2,gpus=2,channels=2,seqs=8,jitter=0,bytes=4M" + extra));
+    sim.measure_effect();
+    return sim.truth();
+  };
+  const double base = job("").job_ns, scaled = job(",compute=3").job_ns;
+  EXPECT_NEAR(scaled - base, 8 * 2.0e6 * 2, 0.5e6);
+  EXPECT_NE(Scenario::parse("compute=0.25").to_spec().find("compute=0.25"), std::string::npos);
+  EXPECT_EQ(Scenario::parse("nodes=2").to_spec().find("compute"), std::string::npos);  // default left out
+  EXPECT_LT(job(",fault=slow_gpu:1:1.5,compute=0.1").slowdown, job(",fault=slow_gpu:1:1.5,compute=10").slowdown);
+  EXPECT_THROW(Scenario::parse("compute=0"), std::invalid_argument);
+}
+
 TEST(SimulatorSpec, Errors) {
   auto msg = [](const std::string& spec) -> std::string {
     try {
