@@ -232,21 +232,6 @@ WaitDeficit deficit_apart_from(const Who& who, const Groups& groups, uint64_t ap
   return {};
 }
 
-// Where else its GPU is judged, against the members there that are not members of the
-// finding's communicator: those took part in its collectives, waited on it, and reach the next
-// collective late with it (in a world+dp ring, a 2.9x GPU's data-parallel peers waited 11.5 ms
-// per op in the world ring, the others 34: against all 91 others the GPU's 8.4 stood at t 2.2,
-// under the guard's 2.4; against the others apart from its peers, far beyond it).
-bool agrees_elsewhere(const Who& who, const Groups& groups, const std::map<Who, Deficit>& deficits) {
-  for (auto it = deficits.lower_bound({who.first, 0}); it != deficits.end() && it->first.first == who.first; ++it) {
-    if (it->first == who) continue;
-    WaitDeficit d = deficit_apart_from(it->first, groups, who.second);
-    if (d.sigma_ns <= 0) d = it->second.wait;
-    if (t_of(d) <= critical_t(d.df, kAgreeing)) return false;
-  }
-  return true;
-}
-
 // A connection's halves: what its sender waited per send op (for its GPU's data, for credit,
 // on the wire) and what its receiver waited per receive op (for the data, for the flush).
 double sending_wait_per_op(const EdgeSummary& e) {
@@ -304,17 +289,35 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
 }
 
 ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm) {
-  const Groups groups = grouped(members);
-  const std::map<Who, Deficit> deficits = deficits_of(groups);
   ArrivalJudgement out;
+  out.groups = grouped(members);
+  const std::map<Who, Deficit> deficits = deficits_of(out.groups);
   if (deficits.empty()) return out;
+  for (const auto& [who, d] : deficits) out.wait_deficits.emplace(who, d.wait);
   const double tail = false_alarm / static_cast<double>(deficits.size());
   for (const auto& [who, d] : deficits) {
-    out.wait_deficits.emplace(who, d.wait);
     const PeerOutlier p = judged(d, tail);
-    if (p.t > p.critical_t && agrees_elsewhere(who, groups, deficits)) out.last_arrivals.emplace(who, p);
+    if (p.t > p.critical_t && late_wherever_else_judged(out, who.first, who.second)) out.last_arrivals.emplace(who, p);
   }
   return out;
+}
+
+// Against the members elsewhere apart from the finding's communicator: in a world+dp ring a
+// 2.9x GPU's data-parallel peers waited 11.5 ms per op in the world ring, the others 34; against
+// all 91 others the GPU's 8.4 stood at t 2.2, under the guard's 2.4; against the others apart
+// from its peers, far beyond it.
+bool late_wherever_else_judged(const ArrivalJudgement& judged, uint32_t process, uint64_t comm) {
+  const auto& deficits = judged.wait_deficits;
+  for (auto it = deficits.lower_bound({process, 0}); it != deficits.end() && it->first.first == process; ++it) {
+    if (it->first.second == comm) continue;
+    const WaitDeficit apart = deficit_apart_from(it->first, judged.groups, comm);
+    if (apart.sigma_ns > 0) {
+      if (t_of(apart) <= critical_t(apart.df, kAgreeing)) return false;
+    } else if (it->second.deficit_ns <= 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace culprit

@@ -47,11 +47,12 @@
 //     last and so reaches the next collective last, waiting less there with no fault of its
 //     own. A GPU slow in its own work comes late to each collective that follows its own
 //     compute, so one judged in several communicators must wait less than its peers in each
-//     of them, significant on its own at 1 % where not the finding (a guard, not a test:
-//     the family-wise rate is the findings'). There its peers are the members apart from
-//     the finding's communicator, where three remain: those waited on it there and come late
-//     with it (in a world+dp ring, a slow GPU's data-parallel peers wait less in the world
-//     ring too, and against them all it did not stand out).
+//     of them (late_wherever_else_judged below: a guard, not a test; the family-wise rate is
+//     the findings'). There its peers are the members apart from the finding's communicator,
+//     where three remain, against whom it must stand out at 1 %: those waited on it there and
+//     come late with it (in a world+dp ring, a slow GPU's data-parallel peers wait less in the
+//     world ring too, and against them all it did not stand out). Where fewer remain, it must
+//     wait less than the median of all.
 // A GPU slow to consume or a slow link behind a sender does not stand out here: the consumer
 // waits for its own input, which its own withheld credit holds back, and a slow link's sender
 // waits on the wire (SendWait); both wait as long as their peers.
@@ -129,8 +130,22 @@ struct ArrivalJudgement {
   // stage, and less in every other communicator they are judged in, at a family-wise false
   // alarm rate of `false_alarm` over every member judged.
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals;
+  // The judged members by (communicator, stage): what the agreement guard measures against.
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>> groups;
 };
 
 ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm = 1e-3);
+
+// The agreement guard on a GPU found late to collective communicator `comm` by any test:
+// wherever else it is judged here, it waited less than its peers too. A GPU slow in its own
+// work comes late to each collective after its compute; a GPU that only left the collective
+// before late (behind a slow link there) came on time to that one and waited its full share.
+// Its peers there are the members that are not members of `comm` (those waited on it in
+// `comm` and come late with it), against whom it must stand out at 1 % (a guard, not a
+// finding) where kMinPlace - 1 of them remain. Where fewer remain, every member there came
+// late with it, and by how much its own work before that collective made it later still
+// (little, where that work is short) nothing measures: it must only have waited less than
+// their median. True where it is judged nowhere else.
+bool late_wherever_else_judged(const ArrivalJudgement& judged, uint32_t process, uint64_t comm);
 
 }  // namespace culprit

@@ -182,6 +182,12 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
     deficit = d->second;
   WithheldBy why = why_credit_withheld(withheld_per_op, deficit);
   if (why == WithheldBy::kUnknown && c.facts.p2p) why = why_p2p_credit_withheld_of(receiver, c.comm, late_posts);
+  // A GPU late to a collective only because the collective before ended late for it (behind a
+  // slow link there) came late with no fault of its own: where else it is judged, it waited
+  // its full share (last_arrivals.hpp, the agreement guard). A stage late to a send/recv call
+  // is judged by its own sends there (withheld_credit.hpp); a hold is no lateness.
+  if (why == WithheldBy::kLatePost && !c.facts.p2p && !late_wherever_else_judged(in.arrivals, receiver, c.comm))
+    return;
   switch (why) {
     case WithheldBy::kLatePost: times.offer(receiver, c.comm, weight, CulpritClass::kGpuProducer, margin); break;
     case WithheldBy::kHeldBuffers: times.offer(receiver, c.comm, weight, CulpritClass::kGpuConsumer, margin); break;
