@@ -248,6 +248,8 @@ constexpr double kNoNeighbour = std::numeric_limits<double>::infinity();
 // whether it sends, and the other half's wait on it where that half was recorded.
 void offer_half(MemberWait& m, int32_t channel, bool sending, double own, double ops, std::optional<double> neighbour) {
   m.longest_wait_ns = std::max(m.longest_wait_ns, own);
+  double& side = sending ? m.longest_send_wait_ns : m.longest_recv_wait_ns;
+  side = std::max(side, own);
   m.ops = std::max(m.ops, ops);
   if (neighbour) m.least_waited_on_ns = std::min(m.least_waited_on_ns, *neighbour);
   ChannelWait& c = m.per_channel[channel];
@@ -264,7 +266,7 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   auto member = [&](uint32_t process, uint64_t comm, int32_t rank) -> MemberWait* {
     const std::optional<PeerRole> role = roles.of(process, comm, rank);
     if (!role) return nullptr;
-    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false, 0, {}, 0};
+    const MemberWait fresh{process, comm, role->stage, role->place, 0, kNoNeighbour, false, false, 0, {}, 0, 0, 0};
     return &members.try_emplace({process, comm}, fresh).first->second;
   };
   for (size_t i = 0; i < facts.size(); ++i) {
@@ -288,9 +290,26 @@ std::vector<MemberWait> member_waits(const Observations& observations, const std
   return out;
 }
 
+// Per member of a group that sends and receives, where kMinPlace or more of them do: its
+// deficits on each side against theirs.
+void add_side_deficits(const std::vector<MemberWait>& group, std::map<Who, SideDeficits>& out) {
+  std::vector<const MemberWait*> both;
+  for (const MemberWait& m : group)
+    if (m.sends && m.receives) both.push_back(&m);
+  if (both.size() < kMinPlace) return;
+  std::vector<double> sent_less, received_less;
+  for (const MemberWait* m : both) {
+    sent_less.push_back(-m->longest_send_wait_ns);
+    received_less.push_back(-m->longest_recv_wait_ns);
+  }
+  for (size_t i = 0; i < both.size(); ++i)
+    out[{both[i]->process, both[i]->comm_hash}] = {departure(sent_less, i), departure(received_less, i)};
+}
+
 ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm) {
   ArrivalJudgement out;
   out.groups = grouped(members);
+  for (const auto& [key, group] : out.groups) add_side_deficits(group, out.side_deficits);
   const std::map<Who, Deficit> deficits = deficits_of(out.groups);
   if (deficits.empty()) return out;
   for (const auto& [who, d] : deficits) out.wait_deficits.emplace(who, d.wait);

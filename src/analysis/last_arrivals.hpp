@@ -105,6 +105,9 @@ struct MemberWait {
   double ops = 0;
   std::map<int32_t, ChannelWait> per_channel;
   double wire_wait_ns = 0;
+  // The same longest wait per op over its sends alone and over its receives alone.
+  double longest_send_wait_ns = 0;
+  double longest_recv_wait_ns = 0;
 };
 
 // Every member of a collective communicator with a role there and a neighbour's half recorded,
@@ -121,6 +124,12 @@ struct WaitDeficit {
   double df = 0;
 };
 
+// A member's wait deficits on its sends alone and on its receives alone.
+struct SideDeficits {
+  WaitDeficit sending;
+  WaitDeficit receiving;
+};
+
 // What the test finds in one job, per (process, communicator).
 struct ArrivalJudgement {
   // Every member judged (both halves recorded, four members or more of its communicator and
@@ -132,6 +141,9 @@ struct ArrivalJudgement {
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> last_arrivals;
   // The judged members by (communicator, stage): what the agreement guard measures against.
   std::map<std::pair<uint64_t, uint32_t>, std::vector<MemberWait>> groups;
+  // Every judged member that sends and receives there, where four or more of its group do:
+  // how much less than theirs it waited on its sends and on its receives (withheld_credit.hpp).
+  std::map<std::pair<uint32_t, uint64_t>, SideDeficits> side_deficits;
 };
 
 ArrivalJudgement judge_arrivals(std::span<const MemberWait> members, double false_alarm = 1e-3);

@@ -182,6 +182,10 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
     deficit = d->second;
   WithheldBy why = why_credit_withheld(withheld_per_op, deficit);
   if (why == WithheldBy::kUnknown && c.facts.p2p) why = why_p2p_credit_withheld_of(receiver, c.comm, late_posts);
+  if (why == WithheldBy::kUnknown && !c.facts.p2p) {
+    if (auto sides = in.arrivals.side_deficits.find({receiver, c.comm}); sides != in.arrivals.side_deficits.end())
+      why = why_collective_credit_withheld(sides->second);
+  }
   // A GPU late to a collective only because the collective before ended late for it (behind a
   // slow link there) came late with no fault of its own: where else it is judged, it waited
   // its full share (last_arrivals.hpp, the agreement guard). A stage late to a send/recv call

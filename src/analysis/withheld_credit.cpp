@@ -22,4 +22,16 @@ WithheldBy why_p2p_credit_withheld(const PeerDeparture& receiving, const PeerDep
   return t > critical_t(sending.df, level) ? WithheldBy::kHeldBuffers : WithheldBy::kUnknown;
 }
 
+WithheldBy why_collective_credit_withheld(const SideDeficits& deficits, double level) {
+  const WaitDeficit& sent = deficits.sending;
+  const WaitDeficit& received = deficits.receiving;
+  if (received.deficit_ns <= 0 || sent.sigma_ns <= 0 || received.sigma_ns <= 0) return WithheldBy::kUnknown;
+  const double sent_var = sent.sigma_ns * sent.sigma_ns, half_received_var = received.sigma_ns * received.sigma_ns / 4;
+  const double variance = sent_var + half_received_var;
+  const PooledVariance parts[] = {{sent_var, sent.df}, {half_received_var, received.df}};
+  const double t = (received.deficit_ns / 2 - sent.deficit_ns) / std::sqrt(variance);
+  return t > critical_t(welch_satterthwaite_df(variance, parts), level) ? WithheldBy::kHeldBuffers
+                                                                          : WithheldBy::kUnknown;
+}
+
 }  // namespace culprit

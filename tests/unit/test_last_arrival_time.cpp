@@ -17,7 +17,7 @@ constexpr uint64_t kWorld = 0x1, kData = 0x2;
 const auto kNotHeld = [](const MemberWait&) { return false; };
 
 MemberWait member(uint32_t process, uint64_t comm, double ops, uint32_t stage = 0) {
-  return {process, comm, stage, FlowPlace{}, 1e6, 1e6, true, true, ops, {}, 0};
+  return {process, comm, stage, FlowPlace{}, 1e6, 1e6, true, true, ops, {}, 0, 1e6, 1e6};
 }
 
 // `process` judged in `comm` only, 2 ms per op late there at margin 2; the evidence of GPUs

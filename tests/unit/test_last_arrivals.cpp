@@ -37,7 +37,8 @@ std::vector<MemberWait> members(const std::vector<double>& wait, const std::vect
   std::vector<MemberWait> out;
   for (size_t i = 0; i < wait.size(); ++i)
     out.push_back(
-        {static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true, 1, {}, 0});
+        {static_cast<uint32_t>(i), comm, stage, part, wait[i] * 1e6, waited_on[i] * 1e6, true, true, 1, {}, 0,
+         wait[i] * 1e6, wait[i] * 1e6});
   return out;
 }
 
@@ -129,7 +130,7 @@ TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
   // its neighbours did not wait on it more than on the others. Not named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
-  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0});
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0, 0.9e6, 0.9e6});
   EXPECT_TRUE(last_arrivals(tree).empty());
   // A late member of the same tree keeps every neighbour waiting on it.
   tree.back().least_waited_on_ns = 2.0e6;
@@ -148,7 +149,7 @@ TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
   // every channel, it is named.
   std::vector<MemberWait> tree =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
-  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0});
+  tree.push_back({8, kComm, 0, kTreeInterior, 0.9e6, 0.3e6, true, true, 1, {}, 0, 0.9e6, 0.9e6});
   const std::vector<double> first = {1.9, 1.8, 2.0, 2.1, 1.9, 1.85, 1.95, 2.0, 0.8};
   const std::vector<double> second = {1.7, 1.8, 1.9, 1.75, 1.8, 1.7, 1.85, 1.9, 0.9};
   for (size_t i = 0; i < tree.size(); ++i)
@@ -200,6 +201,28 @@ TEST(LastArrivals, ElsewhereAGpuIsComparedWithTheMembersApartFromItsFindingsComm
   // Waiting in the world ring as long as the others apart from its peers: no agreement.
   job[8].longest_wait_ns = 3.39e6;
   EXPECT_EQ(last_arrivals(job).count({0, kComm}), 0u);
+}
+
+TEST(LastArrivals, EachMemberThatSendsAndReceivesHasADeficitOnEachSide) {
+  // Member 0 waited 1 ms less than the others on its sends and 9 ms less on its receives
+  // (withheld_credit.hpp tells a hold by it); the others 4-4.3 ms and 10-10.3 on each.
+  std::vector<MemberWait> job = members({10.0, 10.0, 10.1, 10.2, 10.3, 10.1}, std::vector<double>(6, 0.5));
+  const double sends[6] = {3.1, 4.0, 4.1, 4.2, 4.3, 4.1}, receives[6] = {1.1, 10.0, 10.1, 10.2, 10.3, 10.1};
+  for (size_t i = 0; i < job.size(); ++i) {
+    job[i].longest_send_wait_ns = sends[i] * 1e6;
+    job[i].longest_recv_wait_ns = receives[i] * 1e6;
+  }
+  ArrivalJudgement judged = judge_arrivals(job);
+  ASSERT_EQ(judged.side_deficits.size(), 6u);
+  const SideDeficits& d = judged.side_deficits.at({0, kComm});
+  EXPECT_NEAR(d.sending.deficit_ns, 1.0e6, 1e3);  // against the others' median, 4.1
+  EXPECT_NEAR(d.receiving.deficit_ns, 9.0e6, 1e3);
+  EXPECT_GT(d.sending.sigma_ns, 0);
+  // A member that only receives has no sides; fewer than four that do, nobody has.
+  job[5].sends = false;
+  job[4].sends = false;
+  job[3].sends = false;
+  EXPECT_TRUE(judge_arrivals(job).side_deficits.empty());
 }
 
 TEST(LastArrivals, OnlyMembersOfOneStageAreCompared) {

@@ -1,7 +1,9 @@
 // why_credit_withheld: a receiver that waited about as much less than its peers as the credit
 // it withheld came late; one that waited as long as they did held its buffers; in between,
 // or where its wait was not judged, nothing decides. why_p2p_credit_withheld: a send/recv
-// receiver whose own data came on time held its buffers (withheld_credit.hpp).
+// receiver whose own data came on time held its buffers; why_collective_credit_withheld: a
+// member of a collective that waited far less on its receives than on its sends held its
+// buffers (withheld_credit.hpp).
 #include "analysis/withheld_credit.hpp"
 
 #include <gtest/gtest.h>
@@ -61,6 +63,28 @@ TEST(WithheldCredit, ASendRecvReceiverLateOnBothSidesOrInBetweenIsNotDecided) {
   // Nothing withheld beyond its peers, or senders with no spread.
   EXPECT_EQ(why_p2p_credit_withheld(departure(-10, 20), departure(-50, 5)), WithheldBy::kUnknown);
   EXPECT_EQ(why_p2p_credit_withheld(departure(172, 20), departure(-2, 0)), WithheldBy::kUnknown);
+}
+
+TEST(WithheldCredit, AMemberThatWaitedLessOnItsReceivesThanOnItsSendsHeldItsBuffers) {
+  // Simulated probing exports, members' deficits per op against their peers (ms, spread):
+  // a 1.98x consumer of a ring+dp 32x4x2 waited 13.7 (0.62) less on its receives, 0.93 (0.79)
+  // on its sends.
+  EXPECT_EQ(why_collective_credit_withheld({deficit(0.93, 0.79), deficit(13.7, 0.62)}), WithheldBy::kHeldBuffers);
+  // A 4.6x consumer of a ring+dp 4x7x2, judged against three others (their spread to two
+  // degrees of freedom): 63.8 (1.7) and 9.3 (3.8), t 5.8 against 6.9: not decided.
+  const WaitDeficit few_sent{9.3e6, 3.8e6, 2}, few_received{63.8e6, 1.7e6, 2};
+  EXPECT_EQ(why_collective_credit_withheld({few_sent, few_received}), WithheldBy::kUnknown);
+}
+
+TEST(WithheldCredit, AMemberLateOnBothSidesOrInBetweenIsNotDecided) {
+  // A 2.37x GPU of a tree+dp 7x3x6 waited 10.5 ms less on its sends and on its receives.
+  EXPECT_EQ(why_collective_credit_withheld({deficit(10.5, 1.06), deficit(10.5, 1.0)}), WithheldBy::kUnknown);
+  // A 2.43x consumer of a ring 5x1x3: 4.1 ms less on its sends against peers spread by 1.3,
+  // 10.6 on its receives: within the spread of half of it.
+  EXPECT_EQ(why_collective_credit_withheld({deficit(4.1, 1.33), deficit(10.6, 0.82)}), WithheldBy::kUnknown);
+  // A receiving deficit of its peers' spread only says nothing; nor sides without a spread.
+  EXPECT_EQ(why_collective_credit_withheld({deficit(0.0, 1.0), deficit(-1.0, 1.0)}), WithheldBy::kUnknown);
+  EXPECT_EQ(why_collective_credit_withheld({deficit(0.0, 0.0), deficit(13.7, 0.6)}), WithheldBy::kUnknown);
 }
 
 }  // namespace
