@@ -32,6 +32,9 @@ void Simulation::Impl::build(const Scenario& scenario) {
   if (!(sc.compute > 0)) throw std::invalid_argument("mock key 'compute': must be positive");
   // The GPUs' own work between operations scales; reductions inside a collective do not.
   for (double* work : {&p.gap, &p.gap_inner, &p.pp_forward, &p.pp_backward}) *work *= sc.compute;
+  // A host that runs ahead enqueues each operation right after the one before (its lead over
+  // the kernel is unbounded; the enqueue is max(previous + 5 us, kernel start - lead)).
+  if (sc.host == "ahead") p.host_lead_min = p.host_lead_max = 1e18;
   build_processes();
   // The world communicator's hash (seed 1 gives one above 2^63).
   comm_hash = splitmix64(sc.seed * 0x2545f4914f6cdd1dull + 0x636f6d70ull);  // chosen so that seed 1 is above 2^63

@@ -93,6 +93,8 @@ void Simulation::Impl::simulate_flow() {
   F.kend_prev.resize(n);
   F.enq_prev.assign(n, -kInf);
   for (int r = 0; r < n; ++r) F.kend_prev[r] = p.start_skew * unit(mix(sc.seed, r, 0x736b6577ull));
+  // No host enqueues before its process started (a host that runs ahead enqueues at once).
+  for (int r = 0; r < n; ++r) F.enq_prev[r] = F.kend_prev[r] - 5e3;
   bool hang = false;
   for (int r = 0; r < n; ++r) hang |= hang_seq[r] != INT_MAX;
   FlowBuilder& b = F.job->builder();

@@ -83,6 +83,8 @@ RingEngine::RingEngine(Simulation::Impl& m)
       prev_op_end_(size_t(n_) * C_ * 2, std::numeric_limits<double>::quiet_NaN()), kstart_(size_t(n_)),
       sched_(size_t(n_)), chan_end_(size_t(C_), std::vector<double>(size_t(n_))) {
   for (int r = 0; r < n_; ++r) kend_[size_t(r)] = p_.start_skew * unit(mix(m_.sc.seed, r, 0x736b6577ull));
+  // No host enqueues before its process started (a host that runs ahead enqueues at once).
+  for (int r = 0; r < n_; ++r) enq_prev_[size_t(r)] = kend_[size_t(r)] - 5e3;
   for (auto* v : {&F_in_, &freed_in_, &sd_out_}) v->resize(size_t(n_) * kWindow);
   for (auto* v : {&gpu_free_, &A_prev_, &wire_free_, &flush_prev_, &freed_prev_, &progr_send_, &progr_recv_, &net_bw_})
     v->resize(size_t(n_));

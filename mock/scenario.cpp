@@ -180,6 +180,10 @@ Scenario Scenario::parse(const std::string& spec) {
       sc.hetero = parse_double(key, value, 0, 1);
     } else if (key == "compute") {
       sc.compute = parse_double(key, value, 0.01, 100);
+    } else if (key == "host") {
+      if (value != "sync" && value != "ahead")
+        throw std::invalid_argument("mock key 'host': unsupported value '" + value + "' (supported: sync, ahead)");
+      sc.host = value;
     } else if (key == "stages") {
       pipeline_key = key;
       sc.stages = int(parse_int(key, value, 2, 1 << 20));
@@ -245,6 +249,7 @@ std::string Scenario::to_spec() const {
   if (!comms.empty()) s += ",comms=" + comms;
   if (hetero > 0) s += ",hetero=" + fmt_double(hetero);
   if (compute != 1) s += ",compute=" + fmt_double(compute);
+  if (host != "sync") s += ",host=" + host;
   if (topology == "pipeline") {
     if (stages > 0) s += ",stages=" + std::to_string(stages);
     s += ",microbatches=" + std::to_string(microbatches) + ",backward=" + (backward ? "1" : "0");
@@ -281,6 +286,10 @@ Keys (default):
   compute=1         scale of each GPU's own work between operations (the compute/communication
                     ratio): 1 = ~2 ms before each collective (0.2 ms before a world+dp ring's
                     second), pipeline 0.5 ms forward and 1 ms backward per microbatch
+  host=sync         when a host enqueues each operation: sync, 20-200 us before its kernel
+                    starts; ahead, 5 us after its previous enqueue (it never waits for its
+                    GPU): the proxy starts each op once the one before it on the connection
+                    ended, and its waits span the GPU's own work too
   layout=2.27       trace layout: 2.27 (Group wrapping each operation, as NCCL 2.27 prints)
                     or flat (operations at top level)
   comms=            communicators; ring/tree: world (default) or world+dp (adds one DP

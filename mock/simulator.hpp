@@ -45,6 +45,11 @@ struct Scenario {
   // ~2 ms before each collective, 0.5 and 1 ms per pipeline microbatch (Params in
   // sim_internal.hpp); reductions and copies inside a collective keep their speed.
   double compute = 1;
+  // When each host enqueues an operation: "sync" 20-200 us before its kernel starts (a host
+  // that waits for its GPU); "ahead" 5 us after its previous enqueue (a host that never waits,
+  // as PyTorch's runs ahead of its stream): the proxy then starts each op as soon as the op
+  // before it on the connection ended, so the waits it records span the GPU's own work too.
+  std::string host = "sync";
   int stages = 0;                // pipeline: stages (0 = one per node); must divide the GPUs
   int microbatches = 4;          // pipeline: microbatches per iteration
   bool backward = true;          // pipeline: gradients flow back after the forward pass

@@ -112,7 +112,9 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                     "work is judged by its SendGpuWait beyond what its inputs' arrival explains, by a late post of "
                     "its buffers (told from a hold by its own waits) and by how much less than its collective's "
                     "other members it waited, each only where it stands far beyond its peers' (the slowest healthy "
-                    "GPU waits less and posts late too)");
+                    "GPU waits less and posts late too); all of which takes each host to enqueue just before its GPU "
+                    "reaches the operation: where hosts run ahead, proxy ops start early, their waits span the GPUs' "
+                    "own work and a late GPU holds its buffers as a slow consumer would (add nccl.coll_perf)");
 }
 
 void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evidence) {

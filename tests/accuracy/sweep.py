@@ -130,6 +130,8 @@ def build_spec(p):
               "layout=%s" % p["layout"], "seed=%d" % p["seed"]]
     if p.get("compute", 1) != 1:
         items.append("compute=%g" % p["compute"])
+    if p.get("host", "sync") != "sync":
+        items.append("host=%s" % p["host"])
     items += ["fault=%s" % fault_text(f) for f in p["faults"]] or ["fault=none"]
     return ",".join(items)
 
@@ -140,6 +142,8 @@ def short_spec(p):
                                          p["seed"])
     if p.get("compute", 1) != 1:
         s += " c%g" % p["compute"]
+    if p.get("host", "sync") != "sync":
+        s += " " + p["host"]
     return s + " " + (" + ".join(fault_text(f) for f in p["faults"]) or "healthy")
 
 
@@ -283,7 +287,15 @@ def compute_scale(sub, compute):
     return float(compute)
 
 
-def randomized(seed, count, compute=None):
+def host_mode(sub, host):
+    """When the hosts enqueue (mock key host): `host` itself, or with "draw" sync or ahead,
+    even odds, from a stream of its own."""
+    if host == "draw":
+        return random.Random("host/%d" % sub).choice(["sync", "ahead"])
+    return host
+
+
+def randomized(seed, count, compute=None, host=None):
     master = random.Random(seed)
     out = []
     for i in range(count):
@@ -291,6 +303,8 @@ def randomized(seed, count, compute=None):
         p = draw(random.Random(sub))
         if compute is not None:
             p["compute"] = compute_scale(sub, compute)
+        if host is not None:
+            p["host"] = host_mode(sub, host)
         kinds = p.pop("kinds")
         what = "healthy" if not kinds else kinds[0] if len(kinds) == 1 else "two_faults"
         out.append({"name": "rand%d/%03d/%s/%s" % (seed, i, p["topo"], what), "family": "randomized",
@@ -688,6 +702,9 @@ def main():
     ap.add_argument("--compute", help="randomized family: the GPUs' own work per operation as a multiple of the "
                     "simulator's (mock key compute), or 'draw': log-uniform %g-%g per scenario (default: 1)"
                     % COMPUTE_RANGE)
+    ap.add_argument("--host", choices=["sync", "ahead", "draw"],
+                    help="randomized family: when the hosts enqueue (mock key host), or 'draw': either, even odds "
+                    "(default: sync)")
     ap.add_argument("--list", action="store_true", help="print the scenarios (name and SPEC) and exit")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
@@ -706,7 +723,7 @@ def main():
     if args.family in ("sensitivity", "all"):
         scen += sensitivity()
     if args.family in ("randomized", "all"):
-        scen += randomized(args.seed, args.count, args.compute)
+        scen += randomized(args.seed, args.count, args.compute, args.host)
     if args.only:
         scen = [s for s in scen if re.search(args.only, s["name"]) or re.search(args.only, build_spec(s["params"]))]
     if args.list:
