@@ -292,15 +292,19 @@ TEST(SimulatorSpec, ComputeScalesOwnWorkOnly) {
 // and so the job, is that of host=sync but for the proxy's scheduling delays it now hides.
 TEST(SimulatorSpec, AHostThatRunsAheadEnqueuesAtOnce) {
   auto run = [](const std::string& host) {
-    Simulation sim(Scenario::parse("topology=ring,nodes=2,gpus=2,channels=2,seqs=6,bytes=4M,fault=slow_gpu:1:1.5" + host));
+    const std::string spec = "topology=ring,nodes=2,gpus=2,channels=2,seqs=6,bytes=4M,fault=slow_gpu:1:1.5";
+    Simulation sim(Scenario::parse(spec + host));
     sim.measure_effect();
     return sim;
   };
   const Simulation sync = run(""), ahead = run(",host=ahead");
   EXPECT_NEAR(ahead.truth().job_ns, sync.truth().job_ns, 0.01 * sync.truth().job_ns);
-  double sync_lead = 0, ahead_lead = 0;
-  for (const SimCollective& c : sync.collectives()) sync_lead = std::max(sync_lead, c.kernel_start_ns - c.enqueue_ns);
-  for (const SimCollective& c : ahead.collectives()) ahead_lead = std::max(ahead_lead, c.kernel_start_ns - c.enqueue_ns);
+  auto longest_lead = [](const Simulation& sim) {
+    double lead = 0;
+    for (const SimCollective& c : sim.collectives()) lead = std::max(lead, c.kernel_start_ns - c.enqueue_ns);
+    return lead;
+  };
+  const double sync_lead = longest_lead(sync), ahead_lead = longest_lead(ahead);
   EXPECT_LE(sync_lead, 200e3 + 1);
   EXPECT_GT(ahead_lead, 1e6);  // at least the ~2 ms of work before a collective, less the first
   for (const SimCollective& c : ahead.collectives()) EXPECT_GE(c.enqueue_ns, 0.0);  // not before its process
