@@ -295,6 +295,19 @@ def host_mode(sub, host):
     return host
 
 
+def compute_arg(text):
+    """--compute: 'draw' or a positive number (a usage error otherwise, not a traceback)."""
+    if text == "draw":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError("expected 'draw' or a positive number, got %r" % text)
+    return value
+
+
 def randomized(seed, count, compute=None, host=None):
     master = random.Random(seed)
     out = []
@@ -699,7 +712,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=300, help="seconds per mock or analysis (default 300)")
     ap.add_argument("--format", help="the input every scenario is written as (mock --format, e.g. probing-csv: "
                                      "probing's exports without kernel clocks; default: NCCL profiler traces)")
-    ap.add_argument("--compute", help="randomized family: the GPUs' own work per operation as a multiple of the "
+    ap.add_argument("--compute", type=compute_arg, help="randomized family: the GPUs' own work per operation as a multiple of the "
                     "simulator's (mock key compute), or 'draw': log-uniform %g-%g per scenario (default: 1)"
                     % COMPUTE_RANGE)
     ap.add_argument("--host", choices=["sync", "ahead", "draw"],
