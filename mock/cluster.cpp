@@ -35,6 +35,7 @@ void Simulation::Impl::build(const Scenario& scenario) {
   // A host that runs ahead enqueues each operation right after the one before (its lead over
   // the kernel is unbounded; the enqueue is max(previous + 5 us, kernel start - lead)).
   if (sc.host == "ahead") p.host_lead_min = p.host_lead_max = 1e18;
+  set_protocol();
   build_processes();
   // The world communicator's hash (seed 1 gives one above 2^63).
   comm_hash = splitmix64(sc.seed * 0x2545f4914f6cdd1dull + 0x636f6d70ull);  // chosen so that seed 1 is above 2^63
@@ -70,6 +71,23 @@ void Simulation::Impl::build_processes() {
     }
 }
 
+// The collectives' protocol, from NCCL's buffer sizes (init.cc, device.h): each of the
+// NCCL_STEPS slots holds 512 KiB under SIMPLE; 512 x 8 lines of 16 bytes under LL, each line
+// 8 bytes of data and two flags; 640 x 120 words of 8 bytes under LL128, 15 of each 16 data.
+// The proxy flushes a GPU Direct receive under SIMPLE only (net.cc): LL and LL128 data is
+// checked by its flags.
+void Simulation::Impl::set_protocol() {
+  if (sc.proto == "ll") {
+    p.max_chunk = 512 * 8 * 16 / 2;
+    p.coll_wire_ratio = 2.0;
+    p.coll_flush = false;
+  } else if (sc.proto == "ll128") {
+    p.max_chunk = 640 * 120 * 8 / 16 * 15;
+    p.coll_wire_ratio = 16.0 / 15.0;
+    p.coll_flush = false;
+  }
+}
+
 // Rings: nodes in order; inside a node, local order rotated by c*gpus/channels. (The general
 // engine builds its own topology and fills next/prev for a ring world.) Collective shape: per
 // channel, each rank's share bytes/(channels*n) is moved in `loops` loops of 2(n-1) messages
@@ -94,6 +112,7 @@ void Simulation::Impl::build_rings() {
   loops = int((per + p.max_chunk - 1) / p.max_chunk);
   if (loops < 1) loops = 1;
   chunk = (per + loops - 1) / loops;
+  wire_chunk = coll_wire_bytes(chunk);
   n_steps = K * loops;
 }
 
@@ -125,7 +144,7 @@ void Simulation::Impl::apply_faults() {
 TruthRoot Simulation::Impl::apply_fault(const Fault& f) {
   TruthRoot root;
   root.rank = f.rank;
-  const double msg_net_ns = double(chunk) / p.net_bw;
+  const double msg_net_ns = double(wire_chunk) / p.net_bw;
   if (f.kind == "slow_gpu") {
     gpu_factor[f.rank] *= f.magnitude > 0 ? f.magnitude : 3.0;
     root.culprit_class = "gpu_producer";

@@ -179,7 +179,7 @@ void Simulation::Impl::flow_run_lane(int l) {
       FlowConn& c = F.conns[ci];
       double fr = end;
       if (consumer_mag[r] > 0) {
-        const double delay = consumer_mag[r] * double(c.chunk) / p.net_bw;
+        const double delay = consumer_mag[r] * double(c.wire_chunk) / p.net_bw;
         fr = std::max(fr, L.freed_prev) +
              delay * hash_factor(mix(sc.seed, lane_key, pid * 8 + uint64_t(i), 0x636f6eull), sc.jitter);
       }
@@ -199,8 +199,8 @@ void Simulation::Impl::flow_run_lane(int l) {
         c.prod.push(k, end);
         flow_push_conn(ci);
       } else {
-        const double xfer =
-            double(c.chunk) / p.nvl_bw * hash_factor(mix(sc.seed, uint64_t(c.index), uint64_t(k), 0x786672ull), sc.jitter);
+        const double jit = hash_factor(mix(sc.seed, uint64_t(c.index), uint64_t(k), 0x786672ull), sc.jitter);
+        const double xfer = double(c.wire_chunk) / p.nvl_bw * jit;
         const double ws = std::max(end, c.wire_free);
         const double arr = ws + p.nvl_lat + xfer;
         c.wire_free = ws + xfer;
@@ -246,13 +246,14 @@ void Simulation::Impl::flow_transmit(int ci) {
     const double A = std::max({D, P + p.ctrl_lat, c.A_prev});
     c.A_prev = A;
     const uint64_t key = uint64_t(c.index);
-    const double xfer = double(c.chunk) / bw * hash_factor(mix(sc.seed, key, uint64_t(k), 0x786672ull), sc.jitter);
+    const double xfer = double(c.wire_chunk) / bw * hash_factor(mix(sc.seed, key, uint64_t(k), 0x786672ull), sc.jitter);
     const double ws = std::max(A, c.wire_free);
     const double arr = ws + p.net_lat + xfer;
     c.wire_free = ws + xfer;
     const double sd = arr + p.ack_lat;
+    const double flush = c.flushed ? p.flush : 0.0;
     const double Fk = std::max(arr, c.flush_prev) +
-                      p.flush * hash_factor(mix(sc.seed, key, uint64_t(k), 0x666c73ull), sc.jitter) * flush_factor[c.dst];
+                      flush * hash_factor(mix(sc.seed, key, uint64_t(k), 0x666c73ull), sc.jitter) * flush_factor[c.dst];
     c.flush_prev = Fk;
     c.sd.push(k, sd);
     c.F.push(k, Fk);

@@ -111,6 +111,10 @@ int FlowBuilder::add_conn(int src_task, int dst_task, int channel, int n_steps, 
   c.role = role;
   c.n_steps = n_steps;
   c.chunk = chunk;
+  // Point-to-point runs SIMPLE whatever the collectives' protocol.
+  const bool p2p = std::strcmp(role, "p2p") == 0;
+  c.wire_chunk = p2p ? chunk : sim_.coll_wire_bytes(chunk);
+  c.flushed = p2p || sim_.p.coll_flush;
   if (collect_links_) add_link(c, F_.tasks[src_task].comm);
   F_.conns.push_back(c);
   return int(F_.conns.size()) - 1;
@@ -154,7 +158,7 @@ void FlowBuilder::add_op(int task, int conn, bool is_send) {
   op.peer = is_send ? c.dst : c.src;
   op.is_send = is_send;
   op.n_steps = c.n_steps;
-  op.chunk_bytes = c.chunk;
+  op.chunk_bytes = c.wire_chunk;
   op.sched_ns = kInf;
   op.progress_ns = kNaN;
   op.end_ns = kNaN;

@@ -107,7 +107,9 @@ class FlowTraceWriter {
     if (coll) {
       o.lit(", \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"");
       o.lit(m_.comm_list[size_t(m)].algorithm);
-      o.lit("\", \"Protocol\": \"SIMPLE\", \"nChannels\": ");
+      o.lit("\", \"Protocol\": \"");
+      o.lit(protocol_name(m_.sc.proto));
+      o.lit("\", \"nChannels\": ");
     } else {
       o.lit(", \"Datatype\": \"ncclBfloat16\", \"nChannels\": ");
     }

@@ -97,7 +97,9 @@ class RingTraceWriter {
     o_.i64(r_);
     o_.lit(", \"Count\": ");
     o_.u64(m_.sc.bytes / 4);
-    o_.lit(", \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"RING\", \"Protocol\": \"SIMPLE\", \"nChannels\": ");
+    o_.lit(", \"Datatype\": \"ncclFloat32\", \"Algorithm\": \"RING\", \"Protocol\": \"");
+    o_.lit(protocol_name(m_.sc.proto));
+    o_.lit("\", \"nChannels\": ");
     o_.i64(m_.C);
     o_.end_args_line();
     for (int c = 0; c < m_.C; ++c) channel(s, col, c);

@@ -252,7 +252,7 @@ class HostExport {
       w.unsigned_cell(bytes, how_.unsigned_cells);
       w.text("ncclFloat32");
       w.text(p2p ? "" : c.algorithm == "TREE" ? "Tree" : "Ring");
-      w.text("Simple");
+      w.text(p2p || sim_.scenario().proto == "simple" ? "Simple" : protocol_name(sim_.scenario().proto));
       w.i64(static_cast<int64_t>(c.channels.empty() ? c.channel_end_ns.size() : c.channels.size()));
       w.i64(std::llround(exec));
       w.i64(std::llround(std::max(0.0, c.kernel_start_ns - c.enqueue_ns)));

@@ -169,7 +169,7 @@ void RingEngine::add_proxy_ops(int s) {
         op.task = colls_recorded_ + cur_.coll_of[size_t(r)];
         op.is_send = is_send;
         op.n_steps = m_.n_steps;
-        op.chunk_bytes = m_.chunk;
+        op.chunk_bytes = m_.wire_chunk;
         op.sched_ns = sched_[size_t(r)];
         op.progress_ns = kInf;
         op.end_ns = kInf;
@@ -182,9 +182,8 @@ void RingEngine::add_proxy_ops(int s) {
 
 void RingEngine::start_channel(int s, int c) {
   nz_ = Noise(mix(m_.sc.seed, s, c, 0x70697065ull), m_.sc.jitter);
-  const double bytes = double(m_.chunk);
-  compute_base_ = bytes / p_.compute_bw + p_.compute_fixed;
-  nvl_xfer_ = bytes / p_.nvl_bw;
+  compute_base_ = double(m_.chunk) / p_.compute_bw + p_.compute_fixed;
+  nvl_xfer_ = double(m_.wire_chunk) / p_.nvl_bw;
   for (auto* v : {&F_in_, &freed_in_, &sd_out_}) std::fill(v->begin(), v->end(), kInf);
   std::fill(A_prev_.begin(), A_prev_.end(), -kInf);
   std::fill(wire_free_.begin(), wire_free_.end(), -kInf);
@@ -275,12 +274,13 @@ void RingEngine::primitive(int o, int r) {
   if (ss >= kNcclSteps) P = std::max(P, at(freed_in_, d, ss - kNcclSteps));
   const double A = std::max({D, P + p_.ctrl_lat, A_prev_[size_t(r)]});
   A_prev_[size_t(r)] = A;
-  const double xfer = double(m_.chunk) / net_bw_[size_t(r)] * xfer_jit;
+  const double xfer = double(m_.wire_chunk) / net_bw_[size_t(r)] * xfer_jit;
   const double ws = std::max(A, wire_free_[size_t(r)]);
   const double arr = ws + p_.net_lat + xfer;
   wire_free_[size_t(r)] = ws + xfer;
   const double sd = arr + p_.ack_lat;
-  const double F = std::max(arr, flush_prev_[size_t(d)]) + p_.flush * flush_jit * m_.flush_factor[size_t(d)];
+  const double flush = p_.coll_flush ? p_.flush : 0.0;
+  const double F = std::max(arr, flush_prev_[size_t(d)]) + flush * flush_jit * m_.flush_factor[size_t(d)];
   flush_prev_[size_t(d)] = F;
   at(sd_out_, r, ss) = sd;
   at(F_in_, d, ss) = F;

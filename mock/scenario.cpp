@@ -184,6 +184,11 @@ Scenario Scenario::parse(const std::string& spec) {
       if (value != "sync" && value != "ahead")
         throw std::invalid_argument("mock key 'host': unsupported value '" + value + "' (supported: sync, ahead)");
       sc.host = value;
+    } else if (key == "proto") {
+      if (value != "simple" && value != "ll" && value != "ll128")
+        throw std::invalid_argument("mock key 'proto': unsupported value '" + value +
+                                    "' (supported: simple, ll, ll128)");
+      sc.proto = value;
     } else if (key == "stages") {
       pipeline_key = key;
       sc.stages = int(parse_int(key, value, 2, 1 << 20));
@@ -250,6 +255,7 @@ std::string Scenario::to_spec() const {
   if (hetero > 0) s += ",hetero=" + fmt_double(hetero);
   if (compute != 1) s += ",compute=" + fmt_double(compute);
   if (host != "sync") s += ",host=" + host;
+  if (proto != "simple") s += ",proto=" + proto;
   if (topology == "pipeline") {
     if (stages > 0) s += ",stages=" + std::to_string(stages);
     s += ",microbatches=" + std::to_string(microbatches) + ",backward=" + (backward ? "1" : "0");
@@ -290,6 +296,11 @@ Keys (default):
                     starts; ahead, 5 us after its previous enqueue (it never waits for its
                     GPU): the proxy starts each op once the one before it on the connection
                     ended, and its waits span the GPU's own work too
+  proto=simple      NCCL protocol of the collectives (p2p always SIMPLE): simple (steps of up
+                    to 512 KiB, flushed after a GPU Direct receive), ll (32 KiB of data per
+                    step in 16-byte lines of 8 data bytes: twice the bytes on the wire) or
+                    ll128 (576000 data bytes per step in 128-byte lines of 120); LL and
+                    LL128 steps carry their flags and are never flushed
   layout=2.27       trace layout: 2.27 (Group wrapping each operation, as NCCL 2.27 prints)
                     or flat (operations at top level)
   comms=            communicators; ring/tree: world (default) or world+dp (adds one DP

@@ -124,7 +124,12 @@ struct Params {
   double sched_max = 8e3;
   double poll = 2e3;            // host/proxy polling delay observing GPU events (up to)
   double hang_dump_after = 30e9;  // hang: traces dumped this long after the last progress
-  uint64_t max_chunk = 512 * 1024;  // SIMPLE step size: 4 MiB buffer / NCCL_STEPS
+  uint64_t max_chunk = 512 * 1024;  // data per collective step: SIMPLE, 4 MiB buffer / NCCL_STEPS
+  // The collectives' protocol (Scenario::proto, set in cluster.cpp): bytes on the wire per
+  // byte of data (LL and LL128 lines carry their flags) and whether a GPU Direct receive is
+  // flushed (SIMPLE only). Point-to-point operations always run SIMPLE.
+  double coll_wire_ratio = 1.0;
+  bool coll_flush = true;
   uint64_t p2p_chunk = 128 * 1024;  // NCCL_P2P_NET_CHUNKSIZE default
   int p2p_channel_base = 16;        // p2p channels: 16 + (delta * nChannels + part) % 16
   double gap_inner = 200e3;         // compute between two collectives of one iteration
@@ -218,7 +223,9 @@ struct FlowConn {
   bool queued = false;
   const char* role = "";           // ring | tree_up | tree_down | p2p
   int n_steps = 0;
-  uint64_t chunk = 0;
+  uint64_t chunk = 0;       // data per step
+  uint64_t wire_chunk = 0;  // bytes per step on the wire, as NCCL records them: with the flags
+  bool flushed = true;      // a received step is flushed (SIMPLE's GPU Direct receives)
   int send_op = -1, recv_op = -1;  // proxy ops (network only)
   // Data produced by the sending GPU (network), arrived and flushed (F), send done (sd), slot
   // freed by the receiving GPU. NVLink: arrival is both F and sd.
@@ -309,6 +316,7 @@ struct Simulation::Impl {
   int loops = 1;
   int n_steps = 0;  // K * loops
   uint64_t chunk = 0;
+  uint64_t wire_chunk = 0;  // chunk as sent: with the protocol's flags (Params::coll_wire_ratio)
 
   // Faults, per rank (gpu_factor includes the static speed spread of `hetero`).
   std::vector<double> gpu_factor, consumer_delay, flush_factor;
@@ -338,6 +346,10 @@ struct Simulation::Impl {
   bool keeps_node(int node) const { return !keep.nodes || keep.nodes(node); }
 
   bool net_hop(int a, int b) const { return procs[a].node != procs[b].node; }
+  // Bytes a collective's step of `data` bytes puts on the wire under the scenario's protocol.
+  uint64_t coll_wire_bytes(uint64_t data) const {
+    return uint64_t(std::llround(double(data) * p.coll_wire_ratio));
+  }
   // Bandwidth divisor of the network connection s->d: slow links and the static spread.
   double link_factor(int s, int d) const {
     double f = 1;
@@ -355,6 +367,7 @@ struct Simulation::Impl {
   // cluster.cpp
   void build(const Scenario& scenario);
   void build_processes();
+  void set_protocol();
   void build_rings();
   void apply_faults();
   TruthRoot apply_fault(const Fault& f);

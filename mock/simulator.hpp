@@ -50,6 +50,11 @@ struct Scenario {
   // as PyTorch's runs ahead of its stream): the proxy then starts each op as soon as the op
   // before it on the connection ended, so the waits it records span the GPU's own work too.
   std::string host = "sync";
+  // NCCL protocol of the collectives (point-to-point always runs SIMPLE): "simple" steps of
+  // up to 512 KiB, flushed after a GPU Direct receive; "ll" 64 KiB steps of 16-byte lines that
+  // carry 8 bytes of data each; "ll128" 600 KiB steps of 128-byte lines that carry 120. The
+  // flags travel with the data, so LL and LL128 steps are never flushed.
+  std::string proto = "simple";
   int stages = 0;                // pipeline: stages (0 = one per node); must divide the GPUs
   int microbatches = 4;          // pipeline: microbatches per iteration
   bool backward = true;          // pipeline: gradients flow back after the forward pass
@@ -61,6 +66,11 @@ struct Scenario {
   std::string to_spec() const;
   static std::string help();     // the keys and fault kinds, for `mock --help`
 };
+
+// The protocol's name as NCCL's profiler prints it in the trace ("SIMPLE", "LL", "LL128").
+inline const char* protocol_name(const std::string& proto) {
+  return proto == "ll" ? "LL" : proto == "ll128" ? "LL128" : "SIMPLE";
+}
 
 // One process (GPU) of the simulated cluster.
 struct SimProcess {

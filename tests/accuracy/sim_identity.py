@@ -89,6 +89,10 @@ UNIT_SPECS = [
     "topology=pipeline,nodes=4,gpus=2,channels=2,seqs=3,bytes=2M,microbatches=3,fault=hang:3@1",
     "topology=pipeline,nodes=3,gpus=2,channels=1,seqs=20,bytes=256K,microbatches=2,fault=hang:2@19",
     "topology=tree,comms=world+dp,nodes=4,gpus=2,channels=4,seqs=20,bytes=1M,fault=hang:5@18",
+    # the collectives' protocols (p2p stays SIMPLE), with a flush fault LL cannot feel
+    "topology=ring,nodes=2,gpus=2,channels=2,seqs=3,bytes=2M,proto=ll,fault=slow_gpu:1",
+    "topology=tree,comms=world+dp,nodes=3,gpus=2,seqs=3,bytes=4M,proto=ll128,fault=slow_flush:2",
+    "topology=pipeline,comms=pp+world,nodes=2,gpus=2,channels=2,seqs=2,bytes=1M,proto=ll,fault=slow_consumer:1",
 ]
 UNIT_FAULTS = {
     "small": ["slow_link:11-12", "slow_link:7", "slow_consumer:8", "slow_gpu:13", "slow_flush:12", "hang:5@6",

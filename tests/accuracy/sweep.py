@@ -93,6 +93,8 @@ PIPELINE_MAX_BYTES_X_GPUS = 512 << 20  # pipeline cost ~ bytes x GPUs (128 KiB p
 # The GPUs' own work per operation as a multiple of the simulator's, for --compute draw: from a tenth
 # of a collective's compute gap (communication-bound) to ten times (compute-bound).
 COMPUTE_RANGE = (0.1, 10.0)
+# The collectives' protocols, for --proto draw (point-to-point runs SIMPLE in each).
+PROTOCOLS = ["simple", "ll", "ll128"]
 
 
 def parse_spec(spec):
@@ -132,6 +134,8 @@ def build_spec(p):
         items.append("compute=%g" % p["compute"])
     if p.get("host", "sync") != "sync":
         items.append("host=%s" % p["host"])
+    if p.get("proto", "simple") != "simple":
+        items.append("proto=%s" % p["proto"])
     items += ["fault=%s" % fault_text(f) for f in p["faults"]] or ["fault=none"]
     return ",".join(items)
 
@@ -144,6 +148,8 @@ def short_spec(p):
         s += " c%g" % p["compute"]
     if p.get("host", "sync") != "sync":
         s += " " + p["host"]
+    if p.get("proto", "simple") != "simple":
+        s += " " + p["proto"]
     return s + " " + (" + ".join(fault_text(f) for f in p["faults"]) or "healthy")
 
 
@@ -295,6 +301,14 @@ def host_mode(sub, host):
     return host
 
 
+def protocol(sub, proto):
+    """The collectives' NCCL protocol (mock key proto): `proto` itself, or with "draw" SIMPLE,
+    LL or LL128, even odds, from a stream of its own."""
+    if proto == "draw":
+        return random.Random("proto/%d" % sub).choice(PROTOCOLS)
+    return proto
+
+
 def compute_arg(text):
     """--compute: 'draw' or a positive number (a usage error otherwise, not a traceback)."""
     if text == "draw":
@@ -308,7 +322,7 @@ def compute_arg(text):
     return value
 
 
-def randomized(seed, count, compute=None, host=None):
+def randomized(seed, count, compute=None, host=None, proto=None):
     master = random.Random(seed)
     out = []
     for i in range(count):
@@ -318,6 +332,8 @@ def randomized(seed, count, compute=None, host=None):
             p["compute"] = compute_scale(sub, compute)
         if host is not None:
             p["host"] = host_mode(sub, host)
+        if proto is not None:
+            p["proto"] = protocol(sub, proto)
         kinds = p.pop("kinds")
         what = "healthy" if not kinds else kinds[0] if len(kinds) == 1 else "two_faults"
         out.append({"name": "rand%d/%03d/%s/%s" % (seed, i, p["topo"], what), "family": "randomized",
@@ -718,6 +734,9 @@ def main():
     ap.add_argument("--host", choices=["sync", "ahead", "draw"],
                     help="randomized family: when the hosts enqueue (mock key host), or 'draw': either, even odds "
                     "(default: sync)")
+    ap.add_argument("--proto", choices=PROTOCOLS + ["draw"],
+                    help="randomized family: the collectives' NCCL protocol (mock key proto), or 'draw': one of "
+                    "the three, even odds (default: simple)")
     ap.add_argument("--list", action="store_true", help="print the scenarios (name and SPEC) and exit")
     ap.add_argument("--gate", action="store_true", help="exit 1 when a target is missed")
     ap.add_argument("--floor", action="append", default=[], metavar="METRIC=VALUE",
@@ -736,7 +755,7 @@ def main():
     if args.family in ("sensitivity", "all"):
         scen += sensitivity()
     if args.family in ("randomized", "all"):
-        scen += randomized(args.seed, args.count, args.compute, args.host)
+        scen += randomized(args.seed, args.count, args.compute, args.host, args.proto)
     if args.only:
         scen = [s for s in scen if re.search(args.only, s["name"]) or re.search(args.only, build_spec(s["params"]))]
     if args.list:

@@ -312,6 +312,58 @@ TEST(SimulatorSpec, AHostThatRunsAheadEnqueuesAtOnce) {
   EXPECT_THROW(Scenario::parse("host=later"), std::invalid_argument);
 }
 
+// proto=ll|ll128: a collective's steps hold NCCL's LL or LL128 data per slot, put their flags
+// on the wire with it (twice the bytes, or 16/15) and are never flushed; point-to-point runs
+// SIMPLE whatever the key says.
+TEST(SimulatorSpec, ProtocolsSetStepsWireBytesAndFlush) {
+  struct Run {
+    uint64_t wire_bytes = 0;  // of one network send op, as NCCL records them
+    int steps = 0;
+    uint64_t max_step = 0;
+    double flush_ns = 0;      // over the receive steps
+    double job_ns = 0;
+  };
+  auto run = [](const std::string& spec) {
+    Simulation sim(Scenario::parse(spec));
+    sim.measure_effect();
+    Run out;
+    out.job_ns = sim.truth().job_ns;
+    for (const SimProxyOp& op : sim.proxy_ops()) {
+      if (op.is_send && out.steps == 0) {
+        out.steps = op.n_steps;
+        out.wire_bytes = uint64_t(op.n_steps) * op.chunk_bytes;
+      }
+      out.max_step = std::max(out.max_step, op.chunk_bytes);
+      if (!op.is_send)
+        for (const SimStep& st : op.steps) out.flush_ns += st.t2 - st.t1;
+    }
+    return out;
+  };
+  const std::string ring = "topology=ring,nodes=2,gpus=1,channels=1,seqs=2,jitter=0,bytes=4M";
+  const Run simple = run(ring), ll = run(ring + ",proto=ll"), ll128 = run(ring + ",proto=ll128");
+  ASSERT_GT(simple.steps, 0);
+  EXPECT_LE(simple.max_step, 512u * 1024u);
+  EXPECT_LE(ll.max_step, 64u * 1024u);              // 32 KiB of data in 64 KiB of lines
+  EXPECT_LE(ll128.max_step, 640u * 120u * 8u);      // 576000 bytes of data in 614400
+  EXPECT_EQ(ll.steps, 16 * simple.steps);
+  EXPECT_EQ(ll.wire_bytes, 2 * simple.wire_bytes);
+  EXPECT_NEAR(double(ll128.wire_bytes), 16.0 / 15.0 * double(simple.wire_bytes), 64.0 * ll128.steps);
+  EXPECT_GT(simple.flush_ns, 0.0);
+  EXPECT_EQ(ll.flush_ns, 0.0);
+  EXPECT_EQ(ll128.flush_ns, 0.0);
+  EXPECT_GT(ll.job_ns, simple.job_ns);  // twice the bytes over the same wire
+  // A flush fault costs nothing where nothing is flushed.
+  Simulation flushing(Scenario::parse(ring + ",proto=ll,fault=slow_flush:1:50"));
+  flushing.measure_effect();
+  EXPECT_LT(flushing.truth().slowdown, 0.001);
+  // Pipelines' sends and receives stay SIMPLE.
+  const std::string pipe = "topology=pipeline,nodes=2,gpus=1,channels=1,seqs=1,jitter=0,bytes=2M";
+  EXPECT_EQ(run(pipe + ",proto=ll").job_ns, run(pipe).job_ns);
+  EXPECT_NE(Scenario::parse("proto=ll128").to_spec().find("proto=ll128"), std::string::npos);
+  EXPECT_EQ(Scenario::parse("nodes=2").to_spec().find("proto"), std::string::npos);  // default left out
+  EXPECT_THROW(Scenario::parse("proto=simple128"), std::invalid_argument);
+}
+
 TEST(SimulatorSpec, Errors) {
   auto msg = [](const std::string& spec) -> std::string {
     try {
