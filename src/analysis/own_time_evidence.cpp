@@ -93,7 +93,8 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                           .comm_hash = e.key.comm_hash,
                           .channel = e.key.channel,
                           .late_per_step_ns = f.late_data_ns,
-                          .from_other_node = node_of(f.src) != node_of(f.dst)});
+                          .from_other_node = node_of(f.src) != node_of(f.dst),
+                          .wait_per_step_ns = f.view.step_ns[kRecvWait]});
   }
   const std::map<uint32_t, Excess> own_time = unexplained_send_gpu_wait(sends, arrivals);
   if (!own_time.empty()) {

@@ -19,6 +19,8 @@ class InputLateness {
     for (const InputArrivalFact& in : inputs) {
       raise(per_channel_, {in.receiver, in.comm_hash, in.channel}, in.late_per_step_ns);
       raise(any_channel_, {in.receiver, in.comm_hash}, in.late_per_step_ns);
+      raise(wait_per_channel_, {in.receiver, in.comm_hash, in.channel}, in.wait_per_step_ns);
+      raise(wait_any_channel_, {in.receiver, in.comm_hash}, in.wait_per_step_ns);
       if (in.from_other_node) node_entries_.insert({in.node, in.comm_hash, in.channel});
     }
   }
@@ -32,6 +34,19 @@ class InputLateness {
     return std::nullopt;
   }
 
+  // The recorded RecvWait per step of that input (the longest of several), or none where it
+  // is unseen or not given.
+  std::optional<double> feeding_wait(const SendGpuWaitFact& s) const {
+    std::optional<double> wait;
+    if (auto it = wait_per_channel_.find({s.sender, s.comm_hash, s.channel}); it != wait_per_channel_.end())
+      wait = it->second;
+    else if (auto any = wait_any_channel_.find({s.sender, s.comm_hash});
+             any != wait_any_channel_.end() && !node_entries_.count({s.node, s.comm_hash, s.channel}))
+      wait = any->second;
+    if (wait && *wait < 0) return std::nullopt;
+    return wait;
+  }
+
  private:
   template <typename Key>
   static void raise(std::map<Key, double>& latest, const Key& key, double late) {
@@ -41,6 +56,8 @@ class InputLateness {
 
   std::map<std::tuple<uint32_t, uint64_t, int32_t>, double> per_channel_;
   std::map<std::pair<uint32_t, uint64_t>, double> any_channel_;
+  std::map<std::tuple<uint32_t, uint64_t, int32_t>, double> wait_per_channel_;
+  std::map<std::pair<uint32_t, uint64_t>, double> wait_any_channel_;
   std::set<std::tuple<uint32_t, uint64_t, int32_t>> node_entries_;  // (node, communicator, channel)
 };
 
@@ -62,7 +79,10 @@ std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWait
   std::map<uint32_t, Excess> own;
   for (const SendGpuWaitFact& s : sends) {
     if (s.excess_per_step_ns <= 0) continue;
-    const double unexplained = unexplained_part(s.excess_per_step_ns, s, inputs_of).value_or(0);
+    double unexplained = unexplained_part(s.excess_per_step_ns, s, inputs_of).value_or(0);
+    // No longer than its input took to arrive, both as recorded (the header says why).
+    if (const std::optional<double> input_wait = inputs_of.feeding_wait(s))
+      unexplained = std::min(unexplained, s.wait_per_step_ns - *input_wait);
     if (unexplained <= 0) continue;  // explained, or its input's arrival is unseen
     Excess& total = own[s.sender];
     total.ns += unexplained * s.steps;

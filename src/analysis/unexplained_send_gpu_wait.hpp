@@ -58,6 +58,7 @@ struct InputArrivalFact {
   int32_t channel = 0;
   double late_per_step_ns = 0;
   bool from_other_node = true;
+  double wait_per_step_ns = -1;  // its RecvWait per step as recorded (-1: not given)
 };
 
 // A GPU late with its own data makes its receiver wait for it: what it held back beyond what
@@ -66,6 +67,14 @@ struct InputArrivalFact {
 // receiver's credit, and a sender held by a slow receiver shows a long SendGpuWait while that
 // receiver finds the data waiting. So a send's unexplained part is at most its receiver's
 // lateness on the same connection, where that is recorded.
+//
+// The lateness above and the excess are each judged against their own phase's reference,
+// and those differ (a receive is posted when the GPU frees a slot, a send slot when an
+// earlier send is done): where the input's RecvWait is given, a send's unexplained part is
+// also at most its SendGpuWait beyond that RecvWait, both as recorded. A GPU that waited to
+// fill a buffer no longer than its input took to arrive waited for that input. (A tree's root
+// on a wire-bound channel returns its child's data as it comes: its long SendGpuWait is its
+// child's data, late behind the root's own queued wire.)
 //
 // Per process: the SendGpuWait time its inputs' arrival does not explain (ns, summed over
 // its sends), for the processes that have both sends with excess and recorded inputs on the

@@ -59,6 +59,27 @@ TEST(UnexplainedSendGpuWait, OnlyTheLatestOfSeveralInputsCountsAndOnlyInItsCommu
   EXPECT_DOUBLE_EQ(own.at(3).margin, 0.5);
 }
 
+TEST(UnexplainedSendGpuWait, ASendWaitNoLongerThanItsInputsRecordedWaitIsExplained) {
+  // A tree's root on a wire-bound channel (probing form, a healthy job): 73 us per step for its
+  // GPU, 63 us beyond the senders' reference; its child's data took 82.6 us per step to come,
+  // 52.8 us beyond the receivers' lower reference. The references differ; the recorded waits
+  // say the GPU waited for its input.
+  SendGpuWaitFact root = send_of(1, 63000, 656);
+  root.wait_per_step_ns = 73000;
+  InputArrivalFact child = input_of(1, 52800);
+  EXPECT_EQ(unexplained_send_gpu_wait(std::span(&root, 1), std::span(&child, 1)).size(), 1u);  // without the wait
+  child.wait_per_step_ns = 82600;
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&root, 1), std::span(&child, 1)).empty());
+  // A straggler whose input waited 5 us keeps its own time beyond that.
+  SendGpuWaitFact straggler = send_of(2, 390000, 10);
+  straggler.wait_per_step_ns = 400000;
+  InputArrivalFact on_time = input_of(2, 0);
+  on_time.wait_per_step_ns = 5000;
+  auto own = unexplained_send_gpu_wait(std::span(&straggler, 1), std::span(&on_time, 1));
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_DOUBLE_EQ(own.at(2).ns, 390000.0 * 10);
+}
+
 TEST(UnexplainedSendGpuWait, AnUnseenInputJudgesNothing) {
   const SendGpuWaitFact s = send_of(4, 5000, 2);  // it records no receive at all
   const InputArrivalFact elsewhere = input_of(5, 0);
