@@ -151,7 +151,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   const std::vector<MemberWait> members =
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
   const ArrivalJudgement arrivals = judge_arrivals(members);
-  explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds);
+  explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds, out.notes);
   const auto held_from_beyond = [&](const MemberWait& m) {
     return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg);
   };

@@ -128,6 +128,9 @@ struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> waited_for_by_all;
   std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits;
   std::set<uint64_t> consumption_recorded;
+  // The receivers whose late posts no peers judged, in any communicator (late_posters.hpp:
+  // none play their part, e.g. a pipeline of one GPU per stage).
+  std::set<uint32_t> without_peers;
 };
 
 LatePosts late_posts_of(const ReceiverInputs& in) {
@@ -148,6 +151,10 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
   }
   LatePosts out{posting_departures(delays), {}, in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}};
   out.far_later = late_posters(out.departures);
+  std::set<uint32_t> judged;
+  for (const auto& entry : out.departures.receiving.of) judged.insert(entry.first.first);
+  for (const PostingDelay& d : delays)
+    if (!judged.count(d.receiver)) out.without_peers.insert(d.receiver);
   for (const EdgeSummary& e : in.observations.edges)
     if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;
@@ -248,12 +255,33 @@ void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverIn
     times.offer(f.dst, c.comm, beyond * c.recv_steps, CulpritClass::kGpuConsumer, margin);
 }
 
+// Says which GPUs' late posts nothing judged: without kernel clocks a GPU that came late is told
+// from the slowest healthy one only by the GPUs that play its part, and these have none.
+void note_late_posts_without_peers(const LatePosts& late_posts, const ProcessContext& context,
+                                   std::vector<std::string>& notes) {
+  if (late_posts.without_peers.empty()) return;
+  constexpr size_t kNamed = 3;
+  std::string named;
+  size_t shown = 0;
+  for (uint32_t p : late_posts.without_peers) {
+    if (shown++ == kNamed) break;
+    named += (named.empty() ? "" : ", ") + context.name_of(p);
+  }
+  if (late_posts.without_peers.size() > kNamed) named += ", ...";
+  notes.push_back(std::to_string(late_posts.without_peers.size()) +
+                  " GPU(s) without kernel clocks have no peers that play their part in the data flow (" + named +
+                  "; e.g. a pipeline of one GPU per stage): a late post of theirs cannot be told from the slowest "
+                  "healthy GPU's, so it names nobody by itself, and a straggler among them may go unnamed (add "
+                  "nccl.coll_perf to time their own work)");
+}
+
 }  // namespace
 
 void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, std::vector<Evidence>& evidence,
-                       std::vector<WaitEdge>& holds) {
+                       std::vector<WaitEdge>& holds, std::vector<std::string>& notes) {
   const std::map<std::string, std::vector<uint32_t>> late_by_host = late_gpus_by_host(in);
   const LatePosts late_posts = late_posts_of(in);
+  note_late_posts_without_peers(late_posts, in.context, notes);
   static const std::vector<uint32_t> kNoneLate;
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {

@@ -28,6 +28,7 @@
 // over NVLink in the communicators where it looks slow.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "analysis/lanes.hpp"
@@ -49,8 +50,9 @@ struct ReceiverInputs {
   const ArrivalJudgement& arrivals;  // the last arrivals judged without kernel clocks
 };
 
-// Appends wait-for edges to `holds` and offers self evidence (one entry per process).
+// Appends wait-for edges to `holds` and offers self evidence (one entry per process); says in
+// `notes` which GPUs' late posts no peers could judge.
 void explain_receivers(const ReceiverInputs& inputs, const AttributionConfig& config,
-                       std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds);
+                       std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds, std::vector<std::string>& notes);
 
 }  // namespace culprit

@@ -28,6 +28,7 @@ struct Job {
   OwnDelay own{std::vector<double>(6, 0.0), std::vector<double>(6, 0.0), std::vector<bool>(6, false), false, {}};
   std::vector<Evidence> evidence = std::vector<Evidence>(6);
   std::vector<WaitEdge> holds;
+  std::vector<std::string> notes;
 
   Job() {
     test::add_collective_processes(obs, kComm, {"nodeA", "nodeA", "nodeB", "nodeB", "nodeC", "nodeC"});
@@ -51,7 +52,7 @@ struct Job {
     Lanes lanes(obs, facts, ctx);
     const LazyPeerRoles roles(ctx, obs);
     const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
-    explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds);
+    explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds, notes);
   }
 };
 
@@ -96,7 +97,8 @@ std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vect
   Lanes lanes(obs, facts, ctx);
   const LazyPeerRoles roles(ctx, obs);
   const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
-  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds);
+  std::vector<std::string> notes;
+  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds, notes);
   return evidence;
 }
 
@@ -524,6 +526,36 @@ TEST(ReceiverExplanations, AReceiversTimeAddsOverItsCommunicatorsNotOverChannels
   EXPECT_DOUBLE_EQ(job.evidence[2].ns, 20000);
   EXPECT_DOUBLE_EQ(job.evidence[3].ns, 15000);
   EXPECT_TRUE(job.evidence[2].outranks(job.evidence[3]));
+}
+
+TEST(ReceiverExplanations, SaysWhoseLatePostsNoPeersCouldJudge) {
+  // Receivers 2 and 4 have no kernel clocks, and no other GPU plays their part: the note names
+  // them.
+  Job job;
+  job.withhold_credit();
+  job.run();
+  ASSERT_EQ(job.notes.size(), 1u);
+  EXPECT_EQ(job.notes[0].rfind("2 GPU(s) without kernel clocks have no peers", 0), 0u) << job.notes[0];
+  EXPECT_NE(job.notes[0].find(ProcessContext(job.obs).name_of(2)), std::string::npos);
+  // With kernel clocks nothing is judged by its late posts: no note.
+  Job clocked;
+  clocked.own.work_measured.assign(6, true);
+  clocked.run();
+  EXPECT_TRUE(clocked.notes.empty());
+  // Eight GPUs of one ring, each the others' peer: no note either.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  ring_withholding_at_6(obs, facts);
+  OwnDelay own{std::vector<double>(8, 0.0), std::vector<double>(8, 0.0), std::vector<bool>(8, false), false, {}};
+  std::vector<Evidence> evidence(8);
+  std::vector<WaitEdge> holds;
+  std::vector<std::string> notes;
+  ProcessContext ctx(obs);
+  Lanes lanes(obs, facts, ctx);
+  const LazyPeerRoles roles(ctx, obs);
+  const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
+  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds, notes);
+  EXPECT_TRUE(notes.empty());
 }
 
 }  // namespace
