@@ -10,23 +10,28 @@ namespace culprit {
 
 namespace {
 
-// How late a GPU's inputs arrived: per channel (its own), and the latest of any channel (the
-// stand-in where its node makes a channel's data itself), and which channels each node receives
-// from another node.
+// What is known of an input: how late it arrived, and its RecvWait per step as recorded (-1:
+// not given). Of several, the latest and the longest.
+struct Input {
+  double late = 0;
+  double wait = -1;
+};
+
+// A GPU's inputs: per channel (its own), and the latest of any channel (the stand-in where its
+// node makes a channel's data itself), and which channels each node receives from another node.
 class InputLateness {
  public:
   explicit InputLateness(std::span<const InputArrivalFact> inputs) {
     for (const InputArrivalFact& in : inputs) {
-      raise(per_channel_, {in.receiver, in.comm_hash, in.channel}, in.late_per_step_ns);
-      raise(any_channel_, {in.receiver, in.comm_hash}, in.late_per_step_ns);
-      raise(wait_per_channel_, {in.receiver, in.comm_hash, in.channel}, in.wait_per_step_ns);
-      raise(wait_any_channel_, {in.receiver, in.comm_hash}, in.wait_per_step_ns);
+      const Input seen{in.late_per_step_ns, in.wait_per_step_ns};
+      raise(per_channel_, {in.receiver, in.comm_hash, in.channel}, seen);
+      raise(any_channel_, {in.receiver, in.comm_hash}, seen);
       if (in.from_other_node) node_entries_.insert({in.node, in.comm_hash, in.channel});
     }
   }
 
-  // The lateness of the input that fed `s`, or none where it is unseen.
-  std::optional<double> feeding(const SendGpuWaitFact& s) const {
+  // The input that fed `s`, or none where it is unseen.
+  std::optional<Input> feeding(const SendGpuWaitFact& s) const {
     // A GPU combining several inputs of its channel (a tree's children) waits for the last one.
     if (auto it = per_channel_.find({s.sender, s.comm_hash, s.channel}); it != per_channel_.end()) return it->second;
     if (node_entries_.count({s.node, s.comm_hash, s.channel})) return std::nullopt;  // fed over NVLink
@@ -34,40 +39,26 @@ class InputLateness {
     return std::nullopt;
   }
 
-  // The recorded RecvWait per step of that input (the longest of several), or none where it
-  // is unseen or not given.
-  std::optional<double> feeding_wait(const SendGpuWaitFact& s) const {
-    std::optional<double> wait;
-    if (auto it = wait_per_channel_.find({s.sender, s.comm_hash, s.channel}); it != wait_per_channel_.end())
-      wait = it->second;
-    else if (auto any = wait_any_channel_.find({s.sender, s.comm_hash});
-             any != wait_any_channel_.end() && !node_entries_.count({s.node, s.comm_hash, s.channel}))
-      wait = any->second;
-    if (wait && *wait < 0) return std::nullopt;
-    return wait;
-  }
-
  private:
   template <typename Key>
-  static void raise(std::map<Key, double>& latest, const Key& key, double late) {
-    auto [it, added] = latest.emplace(key, late);
-    if (!added) it->second = std::max(it->second, late);
+  static void raise(std::map<Key, Input>& latest, const Key& key, const Input& seen) {
+    auto [it, added] = latest.emplace(key, seen);
+    if (added) return;
+    it->second.late = std::max(it->second.late, seen.late);
+    it->second.wait = std::max(it->second.wait, seen.wait);
   }
 
-  std::map<std::tuple<uint32_t, uint64_t, int32_t>, double> per_channel_;
-  std::map<std::pair<uint32_t, uint64_t>, double> any_channel_;
-  std::map<std::tuple<uint32_t, uint64_t, int32_t>, double> wait_per_channel_;
-  std::map<std::pair<uint32_t, uint64_t>, double> wait_any_channel_;
+  std::map<std::tuple<uint32_t, uint64_t, int32_t>, Input> per_channel_;
+  std::map<std::pair<uint32_t, uint64_t>, Input> any_channel_;
   std::set<std::tuple<uint32_t, uint64_t, int32_t>> node_entries_;  // (node, communicator, channel)
 };
 
 // What of `wait` (a SendGpuWait per step, or its excess) the sender's input does not explain:
 // less that input's lateness, at most its output's own lateness where that is seen; none
 // where the input's arrival is unseen.
-std::optional<double> unexplained_part(double wait, const SendGpuWaitFact& s, const InputLateness& inputs) {
-  const std::optional<double> late = inputs.feeding(s);
-  if (!late) return std::nullopt;
-  const double unexplained = wait - std::max(0.0, *late);
+std::optional<double> unexplained_part(double wait, const SendGpuWaitFact& s, const std::optional<Input>& input) {
+  if (!input) return std::nullopt;
+  const double unexplained = wait - std::max(0.0, input->late);
   return s.output_late_per_step_ns >= 0 ? std::min(unexplained, s.output_late_per_step_ns) : unexplained;
 }
 
@@ -79,10 +70,10 @@ std::map<uint32_t, Excess> unexplained_send_gpu_wait(std::span<const SendGpuWait
   std::map<uint32_t, Excess> own;
   for (const SendGpuWaitFact& s : sends) {
     if (s.excess_per_step_ns <= 0) continue;
-    double unexplained = unexplained_part(s.excess_per_step_ns, s, inputs_of).value_or(0);
+    const std::optional<Input> input = inputs_of.feeding(s);
+    double unexplained = unexplained_part(s.excess_per_step_ns, s, input).value_or(0);
     // No longer than its input took to arrive, both as recorded (the header says why).
-    if (const std::optional<double> input_wait = inputs_of.feeding_wait(s))
-      unexplained = std::min(unexplained, s.wait_per_step_ns - *input_wait);
+    if (input && input->wait >= 0) unexplained = std::min(unexplained, s.wait_per_step_ns - input->wait);
     if (unexplained <= 0) continue;  // explained, or its input's arrival is unseen
     Excess& total = own[s.sender];
     total.ns += unexplained * s.steps;
@@ -96,7 +87,7 @@ std::vector<std::optional<double>> unexplained_per_step(std::span<const SendGpuW
                                                         std::span<const InputArrivalFact> inputs) {
   const InputLateness inputs_of(inputs);
   std::vector<std::optional<double>> out;
-  for (const SendGpuWaitFact& s : sends) out.push_back(unexplained_part(s.wait_per_step_ns, s, inputs_of));
+  for (const SendGpuWaitFact& s : sends) out.push_back(unexplained_part(s.wait_per_step_ns, s, inputs_of.feeding(s)));
   return out;
 }
 
