@@ -155,6 +155,19 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   EXPECT_DOUBLE_EQ(explain_unclocked(obs, facts, 8)[6].identified_share, 1.0);
 }
 
+TEST(ReceiverExplanations, ALatePostToACollectiveUnderTheCreditFloorIsNoEvidence) {
+  // As above, but the 300 us per step that receiver 6 withheld stayed under the credit floor:
+  // its connection is not flagged. In a collective a GPU comes late behind whatever made the
+  // GPUs before it late (a slow GPU upstream of a tree): the floor stands.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  ring_withholding_at_6(obs, facts);
+  facts[5].no_credit = false;
+  facts[5].anomaly[kSendPeerWait] = 0;
+  facts[5].margin[kSendPeerWait] = 0;
+  for (const Evidence& e : explain_unclocked(obs, facts, 8)) EXPECT_FALSE(e.any());
+}
+
 // A ring r -> r + 1 of eight GPUs in communicator `comm`, one op per connection, GPU r
 // waiting waited_ms[r] at most per op: on its send (SendGpuWait) and on its receive (RecvWait).
 void ring_of_waits(Observations& obs, std::vector<EdgeFacts>& facts, uint64_t comm, const double (&waited_ms)[8]) {
@@ -249,8 +262,9 @@ TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuThatWaitedAsThey
 // receivers waited 95-107 us per step for their data and their senders 5-9 us for credit;
 // GPU 0 kept GPU 6 waiting 123 us per step for credit and found its gradients there (44 us),
 // a simulated GPU 1.7x slower to consume. `late_data_us`: how long GPU 6 waited for GPU 0's
-// activations (the others waited 95-107).
-std::vector<Evidence> pipelines_withholding_at_0(double late_data_us) {
+// activations (the others waited 95-107). `flagged`: whether the credit it withheld cleared the
+// credit floor on its own.
+std::vector<Evidence> pipelines_withholding_at_0(double late_data_us, bool flagged = true) {
   Observations obs;
   std::vector<EdgeFacts> facts;
   std::vector<std::string> hosts;
@@ -270,6 +284,11 @@ std::vector<Evidence> pipelines_withholding_at_0(double late_data_us) {
     }
   }
   withheld_credit(facts[1], 44, 123, 115);
+  if (!flagged) {
+    facts[1].no_credit = false;
+    facts[1].anomaly[kSendPeerWait] = 0;
+    facts[1].margin[kSendPeerWait] = 0;
+  }
   facts[0].view.step_ns[kRecvWait] = late_data_us * 1000;
   return explain_unclocked(obs, facts, 12);
 }
@@ -284,6 +303,21 @@ TEST(ReceiverExplanations, ASendRecvReceiverThatWithheldCreditWhileItsOwnDataCam
   const std::vector<Evidence> late = pipelines_withholding_at_0(300);
   EXPECT_EQ(late[0].culprit_class, CulpritClass::kGpuProducer);
   EXPECT_DOUBLE_EQ(late[0].identified_share, 0.5);
+}
+
+TEST(ReceiverExplanations, ASendRecvReceiverLateOnBothSidesIsNamedUnderTheCreditFloorToo) {
+  // GPU 0's 123 us per step of withheld credit stayed under the credit floor (a step of a long
+  // transfer). It came far later than the other stage-0 GPUs all the same (late_posters.hpp),
+  // its own data came late as well, and its sender waited for it each step: the same evidence,
+  // of all the credit it withheld.
+  const std::vector<Evidence> late = pipelines_withholding_at_0(300, /*flagged=*/false);
+  EXPECT_EQ(late[0].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(late[0].ns, 123000.0 * kSteps);
+  EXPECT_GT(late[0].margin, 1);
+  for (uint32_t p = 1; p < 12; ++p) EXPECT_FALSE(late[p].any()) << "process " << p;
+  // Its data on time: under the floor a stage's lateness as a receiver alone is also what a
+  // late input upstream or the schedule leaves it; nothing of its own.
+  for (const Evidence& e : pipelines_withholding_at_0(99, /*flagged=*/false)) EXPECT_FALSE(e.any());
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {
