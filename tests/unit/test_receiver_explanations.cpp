@@ -2,7 +2,9 @@
 // consumer evidence, or producer evidence where it came far later than its peers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/receiver_explanations.hpp"
@@ -257,6 +259,35 @@ TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuThatWaitedAsThey
   EXPECT_DOUBLE_EQ(late[6].identified_share, 1.0);
 }
 
+// Six replicated pipelines (communicators comm_base + i, send/recv only) of as many stages as
+// `hops` reach: stage s of pipeline i is GPU 6 s + i, one per node, none with kernel clocks.
+// Each hop (from, to) is a connection of every pipeline, in order. Healthy receivers waited
+// 95-107 us per step for their data and kept their senders 5-9 us waiting for credit.
+void six_replicated_pipelines(Observations& obs, std::vector<EdgeFacts>& facts, uint64_t comm_base,
+                              const std::vector<std::pair<int32_t, int32_t>>& hops) {
+  int32_t stages = 0;
+  for (const auto& [from, to] : hops) stages = std::max({stages, from + 1, to + 1});
+  std::vector<std::string> hosts;
+  for (int p = 0; p < 6 * stages; ++p) hosts.push_back("node" + std::to_string(p));
+  test::add_collective_processes(obs, 0x10, hosts);
+  const double recv_wait_us[6] = {100, 95, 107, 99, 103, 97};
+  const double credit_wait_us[6] = {6, 9, 5, 7, 8, 6};
+  for (uint32_t i = 0; i < 6; ++i) {
+    const uint64_t comm = comm_base + i;
+    std::vector<uint32_t> members;
+    for (int32_t s = 0; s < stages; ++s) members.push_back(6 * static_cast<uint32_t>(s) + i);
+    test::add_comm_ranks(obs, comm, members, /*collective=*/false);
+    for (size_t h = 0; h < hops.size(); ++h) {
+      const auto [from, to] = hops[h];
+      EdgeFacts& f = test::add_connection(obs, facts, comm, members[from], members[to], 0, kSteps);
+      obs.edges.back().key = {comm, from, to, 0, 0};
+      f.p2p = true;
+      f.view.step_ns[kRecvWait] = recv_wait_us[(i + h + 1) % 6] * 1000;
+      f.view.step_ns[kSendPeerWait] = credit_wait_us[(i + 2 * h) % 6] * 1000;
+    }
+  }
+}
+
 // Six pipelines of two stages (communicators 0x20 + i, send/recv only): GPU i of stage 0 sends
 // its activations to GPU 6 + i and receives its gradients back, none with kernel clocks. The
 // receivers waited 95-107 us per step for their data and their senders 5-9 us for credit;
@@ -267,22 +298,7 @@ TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuThatWaitedAsThey
 std::vector<Evidence> pipelines_withholding_at_0(double late_data_us, bool flagged = true) {
   Observations obs;
   std::vector<EdgeFacts> facts;
-  std::vector<std::string> hosts;
-  for (int p = 0; p < 12; ++p) hosts.push_back("node" + std::to_string(p));
-  test::add_collective_processes(obs, 0x10, hosts);
-  const double recv_wait_us[6] = {100, 95, 107, 99, 103, 97};
-  const double credit_wait_us[6] = {6, 9, 5, 7, 8, 6};
-  for (uint32_t i = 0; i < 6; ++i) {
-    const uint64_t comm = 0x20 + i;
-    test::add_comm_ranks(obs, comm, {i, 6 + i}, /*collective=*/false);
-    for (const bool forward : {true, false}) {
-      EdgeFacts& f = test::add_connection(obs, facts, comm, forward ? i : 6 + i, forward ? 6 + i : i, 0, kSteps);
-      obs.edges.back().key = {comm, forward ? 0 : 1, forward ? 1 : 0, 0, 0};
-      f.p2p = true;
-      f.view.step_ns[kRecvWait] = recv_wait_us[forward ? (i + 1) % 6 : i] * 1000;
-      f.view.step_ns[kSendPeerWait] = credit_wait_us[forward ? i : (i + 2) % 6] * 1000;
-    }
-  }
+  six_replicated_pipelines(obs, facts, 0x20, {{0, 1}, {1, 0}});
   withheld_credit(facts[1], 44, 123, 115);
   if (!flagged) {
     facts[1].no_credit = false;
@@ -318,6 +334,43 @@ TEST(ReceiverExplanations, ASendRecvReceiverLateOnBothSidesIsNamedUnderTheCredit
   // Its data on time: under the floor a stage's lateness as a receiver alone is also what a
   // late input upstream or the schedule leaves it; nothing of its own.
   for (const Evidence& e : pipelines_withholding_at_0(99, /*flagged=*/false)) EXPECT_FALSE(e.any());
+}
+
+// Six pipelines of three stages (communicators 0x40 + i): GPU i, 6 + i and 12 + i, forward
+// 0 -> 1 -> 2 and backward 2 -> 1 -> 0, no withheld credit flagged (all under the credit
+// floor). In pipeline 0 the middle stage
+// (GPU 6) came late on both sides: it kept its forward sender waiting 123 us per step and
+// found its data there (44 us), and its backward data kept GPU 0 waiting 300 us. Its last
+// stage (GPU 12), through the schedule, came late on both sides too, by less: it kept GPU 6
+// waiting 80 us per step for credit (its data there, 30 us) and GPU 6 waited 200 us for its
+// gradients.
+std::vector<Evidence> three_stage_pipelines_late_at_6() {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  six_replicated_pipelines(obs, facts, 0x40, {{0, 1}, {1, 2}, {2, 1}, {1, 0}});
+  // Pipeline 0's connections: facts[0] 0 -> 6, [1] 6 -> 12, [2] 12 -> 6, [3] 6 -> 0.
+  const auto set = [&](size_t c, double recv_wait_us_, double credit_wait_us_) {
+    facts[c].view.step_ns[kRecvWait] = recv_wait_us_ * 1000;
+    facts[c].view.step_ns[kSendPeerWait] = credit_wait_us_ * 1000;
+  };
+  set(0, 44, 123);  // GPU 6 posted late for GPU 0's data
+  set(1, 30, 80);   // GPU 12 posted late for GPU 6's data
+  set(2, 200, 6);   // GPU 6 waited for GPU 12's gradients
+  set(3, 300, 6);   // GPU 0 waited for GPU 6's gradients
+  return explain_unclocked(obs, facts, 18);
+}
+
+TEST(ReceiverExplanations, UnderTheCreditFloorOnlyThePipelinesLatestPosterIsNamed) {
+  // GPUs 6 and 12 both came far later than their stages' others, on both sides; a slow stage's
+  // lateness reaches its neighbours through the schedule, less of it. Only the latest is named.
+  const std::vector<Evidence> evidence = three_stage_pipelines_late_at_6();
+  EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuProducer);
+  EXPECT_DOUBLE_EQ(evidence[6].ns, 123000.0 * kSteps);
+  for (uint32_t p = 0; p < 18; ++p) {
+    if (p != 6) {
+      EXPECT_FALSE(evidence[p].any()) << "process " << p;
+    }
+  }
 }
 
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {
