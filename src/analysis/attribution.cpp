@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -35,6 +36,7 @@
 #include "analysis/peer_roles.hpp"
 #include "analysis/receiver_explanations.hpp"
 #include "analysis/sequence_hang.hpp"
+#include "analysis/unexplained_waits.hpp"
 
 namespace culprit {
 namespace {
@@ -165,6 +167,9 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_own_time_roots(own_delay, facts.edges, holds);
   drop_holds_of_stopped(evidence, holds);
+  const std::vector<double> waited = waited_per_process(obs, facts.edges, context.size());
+  note_unexplained_wait_targets(unexplained_wait_targets(holds, evidence, own_delay.work_measured),
+                                std::accumulate(waited.begin(), waited.end(), 0.0), context, out.notes);
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);
@@ -183,7 +188,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());
   flow.insert(flow.end(), flight.waits.begin(), flight.waits.end());
   GraphVerdict graph = attribute_to_roots(context.size(), flow, roots);
-  graph.wait_ns = waited_per_process(obs, facts.edges, context.size());
+  graph.wait_ns = waited;
 
   Blame blame = blame_roots({obs, context, evidence, graph, roots});
   out.processes = std::move(blame.processes);
