@@ -6,10 +6,11 @@
 // head but no cause: without kernel clocks and with too few GPUs playing its part to judge
 // it by (late_posters.hpp, last_arrivals.hpp), a GPU late or slow to consume is not told from
 // the slowest healthy one, which others wait for too, nor from one held by what no record
-// shows (the receiver of a slow link holds the credit of the data it still waits for). It names no culprit, so the report
-// would otherwise say nothing of it; a user whose job runs twice as slow wants to know where
-// the waits lead. A 2.48x GPU of a ring of two nodes that doubled the job in probing's form:
-// its sender waited for its credit, no test could judge it, and the report said "No culprit".
+// shows (the receiver of a slow link holds the credit of the data it still waits for). It
+// names no culprit, so the report would otherwise say nothing of it; a user whose job runs
+// twice as slow wants to know where the waits lead. A 2.48x GPU of a ring of two nodes that
+// doubled the job in probing's form: its sender waited for its credit, no test could judge
+// it, and the report said "No culprit".
 //
 // What it cannot tell apart: a faulty GPU from the slowest healthy one, or from one held by
 // what the records do not show (it says so).
