@@ -259,7 +259,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
 //   - it is the latest poster of its pipeline: a slow stage's lateness reaches its
 //     neighbours through the schedule, less of it the farther they are.
 // Not in collectives: a GPU there comes late behind whatever made the GPUs before it late (a
-// slow GPU upstream in a tree). Taken so, 26 more healthy GPUs were named on 603 healthy
+// slow GPU upstream in a tree). Taken so, a healthy GPU was named in 26 more of 603 healthy
 // probing runs; without the two conditions, 32 more false culprits on the 22 development
 // seeds (docs/accuracy.md). The connection so taken, where it is.
 constexpr double kLateSendingLevel = 0.01;  // a guard of the late poster's finding, not a test of its own
