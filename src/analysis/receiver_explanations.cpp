@@ -333,6 +333,11 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
   const LatePosts late_posts = late_posts_of(in);
   note_late_posts_without_peers(late_posts, in.context, notes);
   static const std::vector<uint32_t> kNoneLate;
+  // Looked up only for the connections that need it: most need nothing explained.
+  const auto late_on_host_of = [&](uint32_t receiver) -> const std::vector<uint32_t>& {
+    auto late = late_by_host.find(in.context.host_of(receiver));
+    return late == late_by_host.end() ? kNoneLate : late->second;
+  };
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
@@ -351,15 +356,13 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bool own_work_measured = in.own_delay.work_measured[f.dst];
-    auto late = late_by_host.find(in.context.host_of(f.dst));
-    const std::vector<uint32_t>& late_on_host = late == late_by_host.end() ? kNoneLate : late->second;
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
-      explain_withheld_credit(c, in, late_on_host, late_posts, cfg, times, holds);
+      explain_withheld_credit(c, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);
     } else if (c.flush == 0 && c.consume == 0) {
       // Nothing of its own to explain (its lane need not be looked at), but a late post under
       // the credit floor.
       if (const auto under = own_work_measured ? std::nullopt : late_post_under_floor(c, late_posts))
-        explain_withheld_credit(*under, in, late_on_host, late_posts, cfg, times, holds);
+        explain_withheld_credit(*under, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);
     } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {
       if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
