@@ -9,7 +9,9 @@
 //   5. wait-for graph   wait_graph.hpp: roots of the anomaly edges, victims along data_flow.hpp
 //   6. blame and score  blame.hpp; consumer_position.hpp moves a slow consumer to the GPU of its
 //                       node where the data waits; hidden_consumers.hpp shares the score of one
-//                       it cannot place with the GPUs of its node that would look the same
+//                       it cannot place with the GPUs of its node that would look the same;
+//                       notes: unexplained_waits.hpp (where holds end without a cause),
+//                       silent_gpus.hpp (GPUs of a root's node that no record names)
 #include "analysis/attribution.hpp"
 
 #include <algorithm>
@@ -36,6 +38,7 @@
 #include "analysis/peer_roles.hpp"
 #include "analysis/receiver_explanations.hpp"
 #include "analysis/sequence_hang.hpp"
+#include "analysis/silent_gpus.hpp"
 #include "analysis/unexplained_waits.hpp"
 
 namespace culprit {
@@ -184,6 +187,8 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   }
   share_with_hidden_consumers(hidden_consumer_candidates(obs, facts.edges, context, evidence, unplaced), context,
                               evidence, out.notes);
+  note_silent_gpus_beside_roots(silent_gpus_beside_roots(roots, evidence, context.processes()), evidence, context,
+                                out.notes);
   std::vector<WaitEdge> flow = data_flow_edges(obs, facts.edges, context);
   flow.insert(flow.end(), in_flight.waits.begin(), in_flight.waits.end());
   flow.insert(flow.end(), flight.waits.begin(), flight.waits.end());

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,17 @@
 #include "analysis/observations.hpp"
 
 namespace culprit {
+
+// The job's block layout, where the processes seen show one: block size and each block's host.
+struct BlockLayout {
+  int64_t block = 1;
+  std::map<int64_t, std::string> host_of_block;  // block index (rank / block) -> its host
+
+  std::optional<std::string> host_of(int64_t global_rank) const;
+  // The global ranks of a host's block (empty where no block is the host's).
+  std::vector<int64_t> ranks_of(const std::string& host) const;
+};
+std::optional<BlockLayout> block_layout(const std::vector<GlobalProcess>& processes);
 
 std::optional<std::string> host_by_block_layout(const std::vector<GlobalProcess>& processes, int64_t global_rank);
 
