@@ -71,6 +71,26 @@ struct Collected {
   std::string describe_input;
 };
 
+// What rank 0 holds after the exchange.
+struct Exchanged {
+  Observations obs;
+  std::vector<InputReport> inputs;
+  std::vector<std::string> node_errors;  // one per node whose input could not be read at all
+  std::vector<std::string> notes;        // for the results, before the analysis's own
+};
+
+// What the phases on rank 0 work from.
+struct RootPhase {
+  const AnalyzeOptions& o;
+  const Communicator& comm;
+  const Communicator& world;
+  const std::string& host;
+  const std::vector<std::string>& hosts;  // each analyzer process's host, by rank
+  const Collected& collected;
+  const LocalStageResult& local;
+  Exchanged& exchanged;
+};
+
 Collected collect(const AnalyzeOptions& o, Communicator& comm, const std::string& host) {
   Collected c;
   if (o.source) {
@@ -174,6 +194,152 @@ std::string expand_output(const std::string& tmpl, const std::string& host, int 
   return expand_input_template(tmpl, host, rank, current_job_id());
 }
 
+// Node-local data is named after this node. NCCL_CULPRIT_HOST overrides the name ({rank}
+// expanded), for tests that play several nodes on one machine and for sites whose hostname
+// differs from the name the job uses.
+std::string this_node_name(const Communicator& world) {
+  std::string host = current_host_name();
+  if (const char* forced = std::getenv("NCCL_CULPRIT_HOST"); forced && *forced)
+    host = expand_input_template(forced, host, world.rank(), current_job_id());
+  return host;
+}
+
+// Tests of the deadline stop one analyzer process here, as a node stuck in a hung file system
+// read would be (NCCL_CULPRIT_TEST_STOP_RANK=R: rank R sends itself SIGSTOP).
+void stop_here_if_tested(const Communicator& comm) {
+  if (const char* stop = std::getenv("NCCL_CULPRIT_TEST_STOP_RANK"); stop && *stop && std::atoi(stop) == comm.rank() &&
+      comm.size() > 1)
+    std::raise(SIGSTOP);
+}
+
+// Phase 1: read this node's input. False where it failed (said on this rank); a bad input
+// spec throws std::invalid_argument, the same on every rank.
+bool read_phase(const AnalyzeOptions& o, Communicator& comm, const std::string& host, Collected& out) {
+  try {
+    out = collect(o, comm, host);
+    return true;
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("reading input failed: ") + e.what());
+    return false;
+  }
+}
+
+// Phase 2: reduce this node's records, after agreeing on each communicator's sequence window.
+bool reduce_phase(Communicator& comm, const std::string& host, const LocalData& data, int seq_window,
+                  ReducePath reduce_path, LocalStageResult& out) {
+  try {
+    std::vector<CommWindow> windows = agree_windows(comm, data, seq_window);
+    out = run_local_stage(data, windows, reduce_path);
+    return true;
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("local reduction failed: ") + e.what());
+    return false;
+  }
+}
+
+// Phase 3: every node's summaries and errors to rank 0, which reports each error once.
+bool exchange_phase(Communicator& comm, const std::string& host, const Collected& collected,
+                    const LocalStageResult& local, int seq_window, Exchanged& out) {
+  for (const std::vector<char>& e :
+       comm.gather_bytes(std::vector<char>(collected.node_error.begin(), collected.node_error.end())))
+    if (!e.empty()) out.node_errors.emplace_back(e.begin(), e.end());
+  if (!local.reduce_note.empty()) out.notes.push_back(local.reduce_note);
+  try {
+    gather_observations(comm, local.summary, seq_window, &out.obs, &out.inputs);
+    return true;
+  } catch (const std::exception& e) {
+    say_error(comm, host, std::string("exchange failed: ") + e.what());
+    return false;
+  }
+}
+
+// One line for a job without usable data: the first node error says why, or else what was read.
+std::string no_data_reason(const Exchanged& ex, const Collected& collected) {
+  if (ex.node_errors.empty())
+    return "no usable profiler data in " + collected.describe_input + " (" + std::to_string(ex.inputs.size()) +
+           " file(s) read)";
+  return "no usable profiler data: " + ex.node_errors.front() +
+         (ex.node_errors.size() > 1
+              ? " (and " + std::to_string(ex.node_errors.size() - 1) + " more node(s) without input)"
+              : "");
+}
+
+// Phase 5: the HDF5 file, then the HTML page, JSON and text report.
+void write_outputs(const RootPhase& at, const AnalysisResults& results) {
+  std::string output = at.o.output.empty() ? "nccl-culprit-{job}.h5" : at.o.output;
+  if (at.o.local_only && at.world.size() > 1 && output.find("{rank}") == std::string::npos &&
+      output.find("{host}") == std::string::npos)
+    output = output.substr(0, output.rfind(".h5")) + "-{host}-{rank}.h5";
+  output = expand_output(output, at.host, at.world.rank());
+  write_results_h5(results, output);
+  // The picture is drawn from what the file holds, as `report --html` draws it, so that the
+  // two never disagree.
+  if (!at.o.html.empty())
+    write_results_html(read_results_h5(output), expand_output(at.o.html, at.host, at.world.rank()));
+  if (!at.o.json.empty()) write_results_json(results, expand_output(at.o.json, at.host, at.world.rank()));
+  if (!at.o.quiet) render_report(results, std::cout);
+}
+
+// Phases 4 and 5 on rank 0: the exit code of what happened.
+int analyse_and_write(const RootPhase& at, PhaseClock& clock) {
+  Exchanged& ex = at.exchanged;
+  const std::vector<int> silent = at.comm.silent_ranks();
+  if (!silent.empty()) {
+    const std::string who = silent_processes(silent, at.hosts);
+    say(std::to_string(silent.size()) + " analyzer process(es) silent past --deadline " +
+        format_seconds(at.o.deadline_s) + ": " + who + "; going on with the others (status partial)");
+    ex.notes.push_back("analyzer process(es) silent past the " + format_seconds(at.o.deadline_s) +
+                       " deadline, their nodes' data missing: " + who);
+  }
+  uint64_t records = 0;
+  for (const InputReport& in : ex.inputs) records += in.records;
+  // Connections, or at least a snapshot of operations alive in a hang (a watchdog's, or
+  // Flight Recorder dumps), are needed.
+  if (records == 0 || (ex.obs.edges.empty() && ex.obs.inflight.empty() && ex.obs.fr_groups.empty())) {
+    say(no_data_reason(ex, at.collected));
+    return kExitNoData;
+  }
+  for (const std::string& e : ex.node_errors) say("warning: " + e);
+  for (const InputReport& in : ex.inputs)
+    if (!in.error.empty()) say("warning: " + in.path + ": " + in.error);
+  try {
+    if (!ex.node_errors.empty())
+      ex.notes.push_back(std::to_string(ex.node_errors.size()) + " analyzer process(es) found no input");
+    AnalysisResults results =
+        assemble(at.o, at.comm, at.world.transport(), ex.obs, ex.inputs, !ex.node_errors.empty() || !silent.empty(),
+                 at.collected.describe_input, at.local.reduce_path, ex.notes);
+    clock.lap("analyse");
+    write_outputs(at, results);
+    clock.lap("write");
+    if (const char* timing = std::getenv("NCCL_CULPRIT_TIMING"); timing && *timing == '1')
+      std::cerr << "nccl-culprit: phases on rank 0: " << clock.summary() << "\n";
+  } catch (const std::exception& e) {
+    say(e.what());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+// Only rank 0 knows who stayed silent; the max tells every live rank whether anyone did. A
+// silent process would hold every other one in MPI_Finalize: rank 0 ends the job, with exit
+// code 4 where it wrote results, else the code of what went wrong, and the others wait
+// outside MPI to be ended by it.
+int share_exit_code(Communicator& comm, int code) {
+  const std::vector<uint64_t> shared =
+      comm.all_max({static_cast<uint64_t>(code), static_cast<uint64_t>(comm.silent_ranks().size())});
+  const int shared_code = static_cast<int>(shared[0]);
+  if (shared[1] > 0) {
+    const int end_code = shared_code == kExitOk ? kExitSilentNodes : shared_code;
+    std::cout.flush();
+    std::fflush(stdout);
+    if (comm.rank() == 0) comm.abort(end_code);
+    comm.await_end_by_root(end_code);
+  }
+  return shared_code;
+}
+
 }  // namespace
 
 std::string current_job_id() {
@@ -188,12 +354,7 @@ std::string current_host_name() {
 }
 
 int run_analyze(const AnalyzeOptions& o, Communicator& world) {
-  // Node-local data is named after this node. NCCL_CULPRIT_HOST overrides the name ({rank}
-  // expanded), for tests that play several nodes on one machine and for sites whose
-  // hostname differs from the name the job uses.
-  std::string host = current_host_name();
-  if (const char* forced = std::getenv("NCCL_CULPRIT_HOST"); forced && *forced)
-    host = expand_input_template(forced, host, world.rank(), current_job_id());
+  const std::string host = this_node_name(world);
   // --local-only: every process analyses its own node alone, with no traffic at all.
   std::unique_ptr<Communicator> serial;
   if (o.local_only) serial = make_serial_communicator();
@@ -211,132 +372,37 @@ int run_analyze(const AnalyzeOptions& o, Communicator& world) {
     if (world.rank() == 0) std::cerr << "nccl-culprit: --reduce must be cpu, cuda or auto\n";
     return kExitUsage;
   }
+  stop_here_if_tested(comm);
 
-  // Tests of the deadline stop one analyzer process here, as a node stuck in a hung file
-  // system read would be (NCCL_CULPRIT_TEST_STOP_RANK=R: rank R sends itself SIGSTOP).
-  if (const char* stop = std::getenv("NCCL_CULPRIT_TEST_STOP_RANK"); stop && *stop && std::atoi(stop) == comm.rank() &&
-      comm.size() > 1)
-    std::raise(SIGSTOP);
-
+  // Each phase ends with every process agreeing whether all succeeded: one node failing ends
+  // the job on all of them, none waits for it.
   PhaseClock clock;
-  // Phase 1: read.
   Collected collected;
   bool ok = true;
   try {
-    collected = collect(o, comm, host);
+    ok = read_phase(o, comm, host, collected);
   } catch (const std::invalid_argument& e) {
     // Same spec on every rank: every rank fails the same way, no collective needed.
     if (world.rank() == 0) std::cerr << "nccl-culprit: " << e.what() << "\n";
     return kExitUsage;
-  } catch (const std::exception& e) {
-    say_error(comm, host, std::string("reading input failed: ") + e.what());
-    ok = false;
   }
   if (!comm.all_agree(ok)) return kExitFailure;
-
   clock.lap("read");
 
-  // Phase 2: reduce (after agreeing on each communicator's sequence window).
   LocalStageResult local;
-  try {
-    std::vector<CommWindow> windows = agree_windows(comm, collected.data, o.seq_window);
-    local = run_local_stage(collected.data, windows, reduce_path);
-  } catch (const std::exception& e) {
-    say_error(comm, host, std::string("local reduction failed: ") + e.what());
-    ok = false;
-  }
-  if (!comm.all_agree(ok)) return kExitFailure;
-
+  if (!comm.all_agree(reduce_phase(comm, host, collected.data, o.seq_window, reduce_path, local)))
+    return kExitFailure;
   clock.lap("reduce");
 
-  // Phase 3: exchange.
-  Observations obs;
-  std::vector<InputReport> inputs;
-  // Node errors travel to rank 0, which reports each once.
-  std::vector<std::string> node_errors;
-  for (const std::vector<char>& e : comm.gather_bytes(std::vector<char>(
-           collected.node_error.begin(), collected.node_error.end())))
-    if (!e.empty()) node_errors.emplace_back(e.begin(), e.end());
-  const uint64_t failed_nodes = node_errors.size();
-  std::vector<std::string> notes;
-  if (!local.reduce_note.empty()) notes.push_back(local.reduce_note);
-  try {
-    gather_observations(comm, local.summary, o.seq_window, &obs, &inputs);
-  } catch (const std::exception& e) {
-    say_error(comm, host, std::string("exchange failed: ") + e.what());
-    ok = false;
-  }
-  if (!comm.all_agree(ok)) return kExitFailure;
-
+  Exchanged exchanged;
+  if (!comm.all_agree(exchange_phase(comm, host, collected, local, o.seq_window, exchanged))) return kExitFailure;
   clock.lap("exchange");
 
   // Phases 4 and 5 on rank 0: analyse and write. The exit code is then shared.
-  int code = kExitOk;
-  if (comm.rank() == 0) {
-    uint64_t records = 0;
-    for (const InputReport& in : inputs) records += in.records;
-    // Connections, or at least a snapshot of operations alive in a hang (a watchdog's, or
-    // Flight Recorder dumps), are needed.
-    if (const std::vector<int> silent = comm.silent_ranks(); !silent.empty()) {
-      const std::string who = silent_processes(silent, hosts);
-      say(std::to_string(silent.size()) + " analyzer process(es) silent past --deadline " +
-          format_seconds(o.deadline_s) + ": " + who + "; going on with the others (status partial)");
-      notes.push_back("analyzer process(es) silent past the " + format_seconds(o.deadline_s) +
-                      " deadline, their nodes' data missing: " + who);
-    }
-    if (records == 0 || (obs.edges.empty() && obs.inflight.empty() && obs.fr_groups.empty())) {
-      // One line: the first node error says why, or else what was read.
-      std::string why = !node_errors.empty()
-          ? "no usable profiler data: " + node_errors.front() + (node_errors.size() > 1 ? " (and " + std::to_string(node_errors.size() - 1) + " more node(s) without input)" : "")
-          : "no usable profiler data in " + collected.describe_input + " (" + std::to_string(inputs.size()) + " file(s) read)";
-      say(why);
-      code = kExitNoData;
-    } else {
-      for (const std::string& e : node_errors) say("warning: " + e);
-      for (const InputReport& in : inputs)
-        if (!in.error.empty()) say("warning: " + in.path + ": " + in.error);
-      try {
-        if (failed_nodes)
-          notes.push_back(std::to_string(failed_nodes) + " analyzer process(es) found no input");
-        AnalysisResults results = assemble(o, comm, world.transport(), obs, inputs,
-                                           failed_nodes > 0 || !comm.silent_ranks().empty(),
-                                           collected.describe_input, local.reduce_path, notes);
-        clock.lap("analyse");
-        std::string output = o.output.empty() ? "nccl-culprit-{job}.h5" : o.output;
-        if (o.local_only && world.size() > 1 && output.find("{rank}") == std::string::npos &&
-            output.find("{host}") == std::string::npos)
-          output = output.substr(0, output.rfind(".h5")) + "-{host}-{rank}.h5";
-        output = expand_output(output, host, world.rank());
-        write_results_h5(results, output);
-        // The picture is drawn from what the file holds, as `report --html` draws it, so
-        // that the two never disagree.
-        if (!o.html.empty()) write_results_html(read_results_h5(output), expand_output(o.html, host, world.rank()));
-        if (!o.json.empty()) write_results_json(results, expand_output(o.json, host, world.rank()));
-        if (!o.quiet) render_report(results, std::cout);
-        clock.lap("write");
-        if (const char* timing = std::getenv("NCCL_CULPRIT_TIMING"); timing && *timing == '1')
-          std::cerr << "nccl-culprit: phases on rank 0: " << clock.summary() << "\n";
-      } catch (const std::exception& e) {
-        say(e.what());
-        code = kExitFailure;
-      }
-    }
-  }
-  // Only rank 0 knows who stayed silent; the max tells every live rank whether anyone did.
-  const std::vector<uint64_t> shared =
-      comm.all_max({static_cast<uint64_t>(code), static_cast<uint64_t>(comm.silent_ranks().size())});
-  const int shared_code = static_cast<int>(shared[0]);
-  // A silent process would hold every other one in MPI_Finalize: rank 0 ends the job, with
-  // exit code 4 where it wrote results, else the code of what went wrong, and the others
-  // wait outside MPI to be ended by it.
-  if (shared[1] > 0) {
-    const int end_code = shared_code == kExitOk ? kExitSilentNodes : shared_code;
-    std::cout.flush();
-    std::fflush(stdout);
-    if (comm.rank() == 0) comm.abort(end_code);
-    comm.await_end_by_root(end_code);
-  }
-  return shared_code;
+  const int code = comm.rank() == 0
+                       ? analyse_and_write({o, comm, world, host, hosts, collected, local, exchanged}, clock)
+                       : kExitOk;
+  return share_exit_code(comm, code);
 }
 
 }  // namespace culprit
