@@ -257,6 +257,23 @@ void notes(const AnalysisResults& r, std::ostream& out) {
   }
 }
 
+// The connections flagged against their peers (no_credit, slow_link, slow_flush; late_data is
+// a victim's wait), counted per verdict: "3 connection(s) (no_credit 2, slow_link 1)"; empty
+// where none is.
+std::string flagged_connections(const std::vector<EdgeRow>& edges) {
+  std::map<std::string, std::size_t> by_verdict;
+  std::size_t flagged = 0;
+  for (const EdgeRow& e : edges)
+    if (e.verdict == "no_credit" || e.verdict == "slow_link" || e.verdict == "slow_flush") {
+      ++by_verdict[e.verdict];
+      ++flagged;
+    }
+  if (flagged == 0) return "";
+  std::string counts;
+  for (const auto& [verdict, n] : by_verdict) counts += (counts.empty() ? "" : ", ") + verdict + " " + std::to_string(n);
+  return std::to_string(flagged) + " connection(s) (" + counts + ")";
+}
+
 }  // namespace
 
 // With no culprit, what was seen: waiting spread over many processes is not "no waiting".
@@ -286,7 +303,15 @@ void render_no_culprit(const AnalysisResults& r, std::ostream& out) {
     most = std::max(most, static_cast<double>(p.wait_ns));
     waiting_processes += p.wait_ns > 0;
   }
-  out << "No culprit: no process or wire stands out from its peers.\n";
+  const std::string flagged = flagged_connections(r.edges);
+  if (flagged.empty()) {
+    out << "No culprit: no process or wire stands out from its peers.\n";
+  } else {
+    // Connections flagged beyond their peers, yet no root named: the tests that could tell a
+    // faulty GPU or wire there from the slowest healthy one had nothing to judge it by.
+    out << "No culprit named: " << flagged << " stand out from their peers, but no test\n"
+        << "  the data allows told their cause from the slowest healthy GPU or wire (see the notes).\n";
+  }
   out << "  Waiting (RecvWait, SendGpuWait, SendPeerWait) is " << format("%.0f", phases > 0 ? 100 * waiting / phases : 0.0)
       << " % of the proxy phases recorded,\n  spread over " << plural(waiting_processes, "process", "processes");
   if (total_wait > 0) out << " (the most-waiting one " << format("%.0f", 100 * most / total_wait) << " % of it)";
