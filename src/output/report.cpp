@@ -270,7 +270,8 @@ std::string flagged_connections(const std::vector<EdgeRow>& edges) {
     }
   if (flagged == 0) return "";
   std::string counts;
-  for (const auto& [verdict, n] : by_verdict) counts += (counts.empty() ? "" : ", ") + verdict + " " + std::to_string(n);
+  for (const auto& [verdict, n] : by_verdict)
+    counts += (counts.empty() ? "" : ", ") + verdict + " " + std::to_string(n);
   return std::to_string(flagged) + " connection(s) (" + counts + ")";
 }
 
