@@ -57,10 +57,10 @@ void note_silent_gpus_beside_roots(const std::vector<SilentNodeGpus>& found, con
     notes.push_back(context.name_of(f.root) + ", named " + name_of(evidence[f.root].culprit_class) + ", has " +
                     std::to_string(f.ranks.size()) + " GPU(s) of its node that recorded nothing (global rank(s) " +
                     rank_ranges(f.ranks) +
-                    ", placed on it by the job's block layout): the input records network transfers only, and a GPU "
-                    "that moves its data over NVLink alone has none. One of them slow or late holds the node's "
-                    "network GPUs as the one named would, and the data cannot tell them apart (KernelCh or "
-                    "nccl.coll_perf time every GPU's own work)");
+                    ", placed on it by the job's block layout): proxy ops record network transfers only, so a GPU "
+                    "that moves its data over NVLink alone has none (nor has one whose records are missing). One "
+                    "of them slow or late holds the node's network GPUs as the one named would, and the data cannot "
+                    "tell them apart (KernelCh or nccl.coll_perf time every GPU's own work)");
   }
 }
 
