@@ -18,6 +18,19 @@ std::set<CommProcess> network_receivers(const Observations& obs, const std::vect
   return receivers;
 }
 
+// Per process, the communicators its consumption was judged in: where its network receives
+// were slow to consume (RecvGpuWait), else, for an input that records no consumption (probing's
+// exports), where it withheld its senders' credit (receiver_explanations.hpp names a GPU so
+// whose own work is in order): the same hold, seen from the sender.
+std::map<uint32_t, std::set<uint64_t>> consuming_comms(const Observations& obs, const std::vector<EdgeFacts>& facts) {
+  std::map<uint32_t, std::set<uint64_t>> comms = slow_consuming_comms(obs, facts);
+  std::map<uint32_t, std::set<uint64_t>> withheld;
+  for (size_t i = 0; i < facts.size(); ++i)
+    if (facts[i].no_credit && !comms.count(facts[i].dst)) withheld[facts[i].dst].insert(obs.edges[i].key.comm_hash);
+  comms.merge(withheld);
+  return comms;
+}
+
 }  // namespace
 
 std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
@@ -28,7 +41,7 @@ std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observati
   const std::set<CommProcess> receivers = network_receivers(observations, facts);
   std::set<uint32_t> receive_somewhere;
   for (const auto& [comm, p] : receivers) receive_somewhere.insert(p);
-  const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
+  const std::map<uint32_t, std::set<uint64_t>> slow_comms = consuming_comms(observations, facts);
   std::vector<HiddenConsumerCandidates> out;
   const std::set<uint32_t> root_set(roots.begin(), roots.end());
   for (const auto& [named, comms] : slow_comms) {

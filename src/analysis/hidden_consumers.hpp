@@ -40,8 +40,9 @@ struct HiddenConsumerCandidates {
 };
 
 // One entry per root (of the wait-for graph) named gpu_consumer (evidence) from slow-consuming
-// network receives whose node holds hidden GPUs; none where every GPU of the node receives
-// from the network.
+// network receives, or, where none was slow to consume (an input without RecvGpuWait), from the
+// credit its network receives withheld, whose node holds hidden GPUs; none where every GPU of
+// the node receives from the network.
 std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
                                                                  const std::vector<EdgeFacts>& facts,
                                                                  const ProcessContext& context,

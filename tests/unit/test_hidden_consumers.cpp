@@ -45,6 +45,22 @@ TEST(HiddenConsumers, AnEntryFeedingAGpuThatNeverReceivesFromTheNetworkSharesWit
   EXPECT_DOUBLE_EQ(found[0].share(), 0.5);
 }
 
+TEST(HiddenConsumers, AConsumerNamedByTheCreditItWithheldSharesAlike) {
+  // An input without RecvGpuWait (probing's exports): GPU 2 was named gpu_consumer because it
+  // withheld its sender's credit (receiver_explanations.hpp). A slow GPU 3 behind it would hold
+  // its buffers the same way.
+  Ring ring;
+  ring.facts[0].slow_consume = false;
+  ring.facts[0].no_credit = true;
+  const auto found = ring.candidates();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].named, 2u);
+  EXPECT_EQ(found[0].hidden, std::vector<uint32_t>{3});
+  // Neither slow to consume nor withholding credit: nothing says where its consumption was judged.
+  ring.facts[0].no_credit = false;
+  EXPECT_TRUE(ring.candidates().empty());
+}
+
 TEST(HiddenConsumers, NobodyIsHiddenWhereEveryGpuOfTheNodeIsAnEntry) {
   Ring ring;
   // A second channel runs the ring the other way: 2 -> 1 enters nodeA, 0 -> 3 enters nodeB.

@@ -90,18 +90,30 @@ TEST(ReceiverExplanations, AReceiverThatRecordedNothingIsNamedByTheCreditItWithh
   EXPECT_DOUBLE_EQ(job.evidence[2].identified_share, 0.5);
 }
 
-// explain_receivers over a job of `n` GPUs whose own work no kernel clock measured; its evidence.
-std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t n) {
-  OwnDelay own{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<bool>(n, false), false, {}};
-  std::vector<Evidence> evidence(n);
+// What explain_receivers made of a job.
+struct Explained {
+  std::vector<Evidence> evidence;
   std::vector<WaitEdge> holds;
+  std::vector<std::string> notes;
+};
+
+// explain_receivers over a job of `n` GPUs, their own work measured by kernel clocks (and in
+// order) where `clocked`.
+Explained explain_job(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t n, bool clocked = false) {
+  OwnDelay own{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0), std::vector<bool>(n, clocked), false, {}};
+  Explained out{std::vector<Evidence>(n), {}, {}};
   ProcessContext ctx(obs);
   Lanes lanes(obs, facts, ctx);
   const LazyPeerRoles roles(ctx, obs);
   const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
-  std::vector<std::string> notes;
-  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds, notes);
-  return evidence;
+  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, out.evidence, out.holds,
+                    out.notes);
+  return out;
+}
+
+// The evidence of a job whose own work no kernel clock measured.
+std::vector<Evidence> explain_unclocked(const Observations& obs, const std::vector<EdgeFacts>& facts, uint32_t n) {
+  return explain_job(obs, facts, n).evidence;
 }
 
 // Connection `into`: its receiver waited `recv_wait_us` per step for data and kept its sender
@@ -155,6 +167,54 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   // Where the communicator records consumption, a late post is not a slow consumer's.
   obs.edges[0].phase_ns[kRecvGpuWait] = 2000 * kSteps;
   EXPECT_DOUBLE_EQ(explain_unclocked(obs, facts, 8)[6].identified_share, 1.0);
+}
+
+TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuWhoseWorkIsInOrderIsSlowConsumption) {
+  // The same ring with every GPU's own work timed (nccl.coll_perf beside probing's proxy ops)
+  // and in order: receiver 6 did not come late, so the buffers it withheld far beyond its
+  // place's others were held. Nothing records its consumption: it consumed slowly.
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  ring_withholding_at_6(obs, facts);
+  const auto [evidence, holds, notes] = explain_job(obs, facts, 8, true);
+  EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
+  EXPECT_DOUBLE_EQ(evidence[6].identified_share, 1.0);
+  EXPECT_GT(evidence[6].margin, 1);
+  EXPECT_LT(evidence[6].margin, 50);  // the late-poster test's margin, not the credit's alone
+  for (uint32_t p = 0; p < 8; ++p) {
+    if (p != 6) {
+      EXPECT_FALSE(evidence[p].any()) << "process " << p;
+    }
+  }
+  ASSERT_EQ(holds.size(), 1u);
+  expect_hold(holds[0], 5, 6, 300000.0 * kSteps, "no_credit");
+  // The ring on a second channel as well. A GPU slow to consume holds every input: receiver 6,
+  // withholding credit on both, is named; withholding it on one and waiting for its data on the
+  // other, it waited there for something else (a sibling input, a collective that ended late
+  // for it), and is no consumer.
+  const std::vector<EdgeFacts> one_channel = facts;
+  for (const bool held_on_both : {true, false}) {
+    Observations two_channels = obs;
+    facts = one_channel;
+    for (uint32_t r = 0; r < 8; ++r) {
+      EdgeFacts& f = test::add_connection(two_channels, facts, kComm, r, (r + 1) % 8, 1, kSteps);
+      f.view.step_ns[kRecvWait] = facts[r].view.step_ns[kRecvWait];
+    }
+    if (held_on_both) withheld_credit(facts[8 + 5], 5, 300, 300);
+    else facts[8 + 5].view.step_ns[kRecvWait] = 450000;
+    const auto [two, two_holds, two_notes] = explain_job(two_channels, facts, 8, true);
+    EXPECT_EQ(two[6].culprit_class, held_on_both ? CulpritClass::kGpuConsumer : CulpritClass::kNone);
+    EXPECT_EQ(two_holds.size(), held_on_both ? 2u : 0u);
+  }
+  facts = one_channel;
+  // Where the communicator records consumption (NCCL's traces), it would show there: credit
+  // withheld by a GPU whose work is in order is then its program's schedule, no one's fault.
+  Observations recorded = obs;
+  recorded.edges[0].phase_ns[kRecvGpuWait] = 2000 * kSteps;
+  const auto [none, no_holds, no_notes] = explain_job(recorded, facts, 8, true);
+  EXPECT_FALSE(none[6].any());
+  EXPECT_TRUE(no_holds.empty());
 }
 
 TEST(ReceiverExplanations, ALatePostToACollectiveUnderTheCreditFloorIsNoEvidence) {
@@ -633,16 +693,7 @@ TEST(ReceiverExplanations, SaysWhoseLatePostsNoPeersCouldJudge) {
   Observations obs;
   std::vector<EdgeFacts> facts;
   ring_withholding_at_6(obs, facts);
-  OwnDelay own{std::vector<double>(8, 0.0), std::vector<double>(8, 0.0), std::vector<bool>(8, false), false, {}};
-  std::vector<Evidence> evidence(8);
-  std::vector<WaitEdge> holds;
-  std::vector<std::string> notes;
-  ProcessContext ctx(obs);
-  Lanes lanes(obs, facts, ctx);
-  const LazyPeerRoles roles(ctx, obs);
-  const ArrivalJudgement arrivals = arrivals_of(obs, facts, own, roles);
-  explain_receivers({obs, facts, ctx, lanes, own, roles, arrivals}, AttributionConfig{}, evidence, holds, notes);
-  EXPECT_TRUE(notes.empty());
+  EXPECT_TRUE(explain_job(obs, facts, 8).notes.empty());
 }
 
 }  // namespace
