@@ -20,8 +20,9 @@ std::set<CommProcess> network_receivers(const Observations& obs, const std::vect
 
 // Per process, the communicators its consumption was judged in: where its network receives
 // were slow to consume (RecvGpuWait), else, for an input that records no consumption (probing's
-// exports), where it withheld its senders' credit (receiver_explanations.hpp names a GPU so
-// whose own work is in order): the same hold, seen from the sender.
+// exports), where it withheld its senders' credit (receiver_explanations.hpp names a GPU
+// gpu_consumer so where its own wait says it held its buffers): the same hold, seen from the
+// sender.
 std::map<uint32_t, std::set<uint64_t>> consuming_comms(const Observations& obs, const std::vector<EdgeFacts>& facts) {
   std::map<uint32_t, std::set<uint64_t>> comms = slow_consuming_comms(obs, facts);
   std::map<uint32_t, std::set<uint64_t>> withheld;

@@ -129,30 +129,13 @@ struct LatePosts {
   std::map<std::pair<uint32_t, uint64_t>, PeerOutlier> waited_for_by_all;
   std::map<std::pair<uint32_t, uint64_t>, WaitDeficit> wait_deficits;
   std::set<uint64_t> consumption_recorded;
-  // (receiver, communicator) pairs with an input recorded at both ends whose credit was not
-  // flagged withheld.
-  std::set<std::pair<uint32_t, uint64_t>> not_held_everywhere;
   // The receivers whose late posts no peers judged, in any communicator (late_posters.hpp:
   // none play their part, e.g. a pipeline of one GPU per stage).
   std::set<uint32_t> without_peers;
 };
 
-// The communicators whose input records RecvGpuWait (probing's exports have no such column).
-std::set<uint64_t> comms_recording_consumption(const ReceiverInputs& in) {
-  std::set<uint64_t> comms;
-  for (const EdgeSummary& e : in.observations.edges)
-    if (e.phase_ns[kRecvGpuWait] > 0) comms.insert(e.key.comm_hash);
-  return comms;
-}
-
 LatePosts late_posts_of(const ReceiverInputs& in) {
-  std::set<uint64_t> consumption = comms_recording_consumption(in);
-  const bool consumption_everywhere =
-      std::all_of(in.observations.edges.begin(), in.observations.edges.end(),
-                  [&](const EdgeSummary& e) { return consumption.count(e.key.comm_hash) > 0; });
-  // Judged where some GPU's own work is unmeasured, or where some communicator records no
-  // consumption (a GPU that came on time and held its buffers shows only there).
-  if (in.own_delay.all_work_measured() && consumption_everywhere) return {};
+  if (in.own_delay.all_work_measured()) return {};  // nothing to judge
   const PeerRoles& roles = in.roles.get();
   std::vector<PostingDelay> delays;
   for (size_t i = 0; i < in.facts.size(); ++i) {
@@ -167,18 +150,14 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
     delays.push_back(d);
   }
-  LatePosts out{posting_departures(delays), {}, in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}, {}, {}};
+  LatePosts out{posting_departures(delays), {}, in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}, {}};
   out.far_later = late_posters(out.departures);
   std::set<uint32_t> judged;
   for (const auto& entry : out.departures.receiving.of) judged.insert(entry.first.first);
   for (const PostingDelay& d : delays)
     if (!judged.count(d.receiver) && !in.own_delay.work_measured[d.receiver]) out.without_peers.insert(d.receiver);
-  out.consumption_recorded = std::move(consumption);
-  for (size_t i = 0; i < in.facts.size(); ++i) {
-    const EdgeFacts& f = in.facts[i];
-    if (f.view.has_recv && f.view.has_send && !f.no_credit)
-      out.not_held_everywhere.insert({f.dst, in.observations.edges[i].key.comm_hash});
-  }
+  for (const EdgeSummary& e : in.observations.edges)
+    if (e.phase_ns[kRecvGpuWait] > 0) out.consumption_recorded.insert(e.key.comm_hash);
   return out;
 }
 
@@ -228,18 +207,6 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
   }
 }
 
-// A receiver whose communicator records no consumption and that withheld credit far beyond its
-// place's others, on every input it receives on there: with its own work measured and in
-// order, a hold of its buffers. A GPU slow to consume holds every slot of every input; one that
-// withheld credit on one input and waited for the data of another waited there for something
-// else (a tree's combine for its sibling input, a collective that ended late for it: its
-// kernel gap is in order all the same). Measured without this condition: 2 more slow consumers
-// named first and 8 more false culprits on ten seeds (docs/accuracy.md).
-bool held_unrecorded_beyond_peers(uint32_t receiver, uint64_t comm, const LatePosts& late_posts) {
-  return !late_posts.consumption_recorded.count(comm) && late_posts.far_later.count({receiver, comm}) &&
-         !late_posts.not_held_everywhere.count({receiver, comm});
-}
-
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
                              const LatePosts& late_posts, const AttributionConfig& cfg, ReceiverTimes& times,
                              std::vector<WaitEdge>& holds) {
@@ -274,9 +241,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     // Otherwise its senders wait on it, but it may be the slowest of healthy GPUs
     // (late_posters.hpp).
     const double margin = std::min(c.credit_margin, late->second.margin());
-    // Its kernel clocks say it came on time (held_unrecorded_beyond_peers): it held its buffers.
-    if (in.own_delay.work_measured[f.dst]) times.offer(f.dst, c.comm, weight, CulpritClass::kGpuConsumer, margin);
-    else offer_withheld_credit(c, in, late_posts, weight, margin, times);
+    offer_withheld_credit(c, in, late_posts, weight, margin, times);
   }
 }
 
@@ -392,8 +357,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bool own_work_measured = in.own_delay.work_measured[f.dst];
-    if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0 ||
-                        held_unrecorded_beyond_peers(f.dst, c.comm, late_posts))) {
+    if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       explain_withheld_credit(c, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);
     } else if (c.flush == 0 && c.consume == 0) {
       // Nothing of its own to explain (its lane need not be looked at), but a late post under

@@ -5,13 +5,12 @@
 // consumption or flush explains that. Otherwise, where its kernel gaps measure its own work,
 // they judge that work, and a late post with its own work in order means it was elsewhere in
 // its program (another communicator's collective, the previous send/recv, a combine waiting
-// for a sibling input): it blames nobody. That holds where the communicator records
-// RecvGpuWait, which shows a GPU slow to consume. Where it does not (probing's exports with
-// nccl.coll_perf), a GPU whose work is in order and that withheld credit far beyond the
-// receivers of its place (late_posters.hpp: where it was in its program, they were too) did not
-// come late: it held its buffers, slow to consume. Without GPU clocks the late post is the best
-// hint left, but the slowest of healthy GPUs posts late too. A receiver that withheld credit
-// is then explained, in this order, by:
+// for a sibling input): it blames nobody. Where no RecvGpuWait is recorded (probing's exports
+// with nccl.coll_perf) a GPU slow to consume, its work in order, looks so too; but so does the
+// slowest healthy GPU where hosts run ahead (docs/accuracy.md: naming such a receiver that
+// withheld credit far beyond its place's others named a healthy GPU in 5 of 59 healthy jobs).
+// Without GPU clocks the late post is the best hint left, but the slowest of healthy GPUs
+// posts late too. A receiver that withheld credit is then explained, in this order, by:
 //   - backpressure: its lane's exits are held from beyond the node (lanes.hpp); it waits on
 //     the senders of those exits (collectives only: a send/recv receive frees its buffers
 //     whatever the node sends next);
@@ -20,8 +19,7 @@
 //     other member of its collective waited for it (last_arrivals.hpp), where it withheld
 //     credit far beyond the receivers of its place (late_posters.hpp; without RecvGpuWait
 //     its own wait tells a late post from a hold of its buffers, gpu_consumer, where judged,
-//     withheld_credit.hpp, else one of two classes; gpu_consumer where its kernel clocks put
-//     its own work in order), or where it recorded nothing of the
+//     withheld_credit.hpp, else one of two classes), or where it recorded nothing of the
 //     connection (its node sent no data: the credit is all that is known of it); a late post
 //     within their spread is a wait on it, and no evidence.
 // A slow flush or consumption without withheld credit is the receiver's own evidence unless

@@ -169,52 +169,21 @@ TEST(ReceiverExplanations, ALatePostFarBeyondItsPeersWithoutGpuClocksIsTheReceiv
   EXPECT_DOUBLE_EQ(explain_unclocked(obs, facts, 8)[6].identified_share, 1.0);
 }
 
-TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuWhoseWorkIsInOrderIsSlowConsumption) {
+TEST(ReceiverExplanations, CreditWithheldFarBeyondItsPeersByAGpuWhoseWorkIsInOrderNamesNobody) {
   // The same ring with every GPU's own work timed (nccl.coll_perf beside probing's proxy ops)
-  // and in order: receiver 6 did not come late, so the buffers it withheld far beyond its
-  // place's others were held. Nothing records its consumption: it consumed slowly.
+  // and in order, and no RecvGpuWait recorded. A slow consumer would look so, but so does the
+  // slowest healthy GPU where hosts run ahead: its proxy posted its buffers early and it came
+  // late to hold them (docs/accuracy.md, "Measured and not kept: ... with nccl.coll_perf").
+  // Its sender's wait on it is no hold either: it was elsewhere in its program.
   Observations obs;
   std::vector<EdgeFacts> facts;
   ring_withholding_at_6(obs, facts);
-  const auto [evidence, holds, notes] = explain_job(obs, facts, 8, true);
-  EXPECT_EQ(evidence[6].culprit_class, CulpritClass::kGpuConsumer);
-  EXPECT_DOUBLE_EQ(evidence[6].ns, 300000.0 * kSteps);
-  EXPECT_DOUBLE_EQ(evidence[6].identified_share, 1.0);
-  EXPECT_GT(evidence[6].margin, 1);
-  EXPECT_LT(evidence[6].margin, 50);  // the late-poster test's margin, not the credit's alone
-  for (uint32_t p = 0; p < 8; ++p) {
-    if (p != 6) {
-      EXPECT_FALSE(evidence[p].any()) << "process " << p;
-    }
-  }
-  ASSERT_EQ(holds.size(), 1u);
-  expect_hold(holds[0], 5, 6, 300000.0 * kSteps, "no_credit");
-  // The ring on a second channel as well. A GPU slow to consume holds every input: receiver 6,
-  // withholding credit on both, is named; withholding it on one and waiting for its data on the
-  // other, it waited there for something else (a sibling input, a collective that ended late
-  // for it), and is no consumer.
-  const std::vector<EdgeFacts> one_channel = facts;
-  for (const bool held_on_both : {true, false}) {
-    Observations two_channels = obs;
-    facts = one_channel;
-    for (uint32_t r = 0; r < 8; ++r) {
-      EdgeFacts& f = test::add_connection(two_channels, facts, kComm, r, (r + 1) % 8, 1, kSteps);
-      f.view.step_ns[kRecvWait] = facts[r].view.step_ns[kRecvWait];
-    }
-    if (held_on_both) withheld_credit(facts[8 + 5], 5, 300, 300);
-    else facts[8 + 5].view.step_ns[kRecvWait] = 450000;
-    const auto [two, two_holds, two_notes] = explain_job(two_channels, facts, 8, true);
-    EXPECT_EQ(two[6].culprit_class, held_on_both ? CulpritClass::kGpuConsumer : CulpritClass::kNone);
-    EXPECT_EQ(two_holds.size(), held_on_both ? 2u : 0u);
-  }
-  facts = one_channel;
-  // Where the communicator records consumption (NCCL's traces), it would show there: credit
-  // withheld by a GPU whose work is in order is then its program's schedule, no one's fault.
-  Observations recorded = obs;
-  recorded.edges[0].phase_ns[kRecvGpuWait] = 2000 * kSteps;
-  const auto [none, no_holds, no_notes] = explain_job(recorded, facts, 8, true);
-  EXPECT_FALSE(none[6].any());
-  EXPECT_TRUE(no_holds.empty());
+  const Explained clocked = explain_job(obs, facts, 8, true);
+  for (uint32_t p = 0; p < 8; ++p) EXPECT_FALSE(clocked.evidence[p].any()) << "process " << p;
+  EXPECT_TRUE(clocked.holds.empty());
+  EXPECT_TRUE(clocked.notes.empty());
+  // Its own work unmeasured, the late-poster test names it (one of two classes).
+  EXPECT_TRUE(explain_job(obs, facts, 8).evidence[6].any());
 }
 
 TEST(ReceiverExplanations, ALatePostToACollectiveUnderTheCreditFloorIsNoEvidence) {
