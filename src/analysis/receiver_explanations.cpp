@@ -231,10 +231,9 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
     // slow to consume, nothing tells.
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, c.credit_margin, 0.5);
   } else if (auto last = late_posts.waited_for_by_all.find({f.dst, c.comm});
-             last != late_posts.waited_for_by_all.end() && !in.own_delay.work_measured[f.dst]) {
+             last != late_posts.waited_for_by_all.end()) {
     // Every other member of the collective waited for it, and it waited for none of them: it
-    // came last by far. A GPU slow to consume waits for its own input (last_arrivals.hpp). Not
-    // where its kernel clocks say it came on time.
+    // came last by far. A GPU slow to consume waits for its own input (last_arrivals.hpp).
     times.offer(f.dst, c.comm, weight, CulpritClass::kGpuProducer, std::min(c.credit_margin, last->second.margin()));
   } else if (auto late = late_posts.far_later.find({f.dst, c.comm}); late != late_posts.far_later.end()) {
     // Its own work unmeasured, it withheld credit far beyond its peers: its own delay.

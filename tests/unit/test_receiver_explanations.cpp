@@ -653,6 +653,17 @@ TEST(ReceiverExplanations, SaysWhoseLatePostsNoPeersCouldJudge) {
   ASSERT_EQ(job.notes.size(), 1u);
   EXPECT_EQ(job.notes[0].rfind("2 GPU(s) without kernel clocks have no peers", 0), 0u) << job.notes[0];
   EXPECT_NE(job.notes[0].find(ProcessContext(job.obs).name_of(2)), std::string::npos);
+  // Where only GPU 2 has kernel clocks, the note names GPU 4 alone.
+  Job mixed;
+  mixed.withhold_credit();
+  mixed.own.work_measured[2] = true;
+  mixed.run();
+  ASSERT_EQ(mixed.notes.size(), 1u);
+  EXPECT_EQ(mixed.notes[0].rfind("1 GPU(s) without kernel clocks have no peers that play their part in the data "
+                                 "flow (" + ProcessContext(mixed.obs).name_of(4) + ";",
+                                 0),
+            0u)
+      << mixed.notes[0];
   // With kernel clocks nothing is judged by its late posts: no note.
   Job clocked;
   clocked.own.work_measured.assign(6, true);
