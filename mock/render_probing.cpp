@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "mock/records.hpp"
+#include "mock/sim_internal.hpp"
 
 namespace culprit::mock {
 namespace {
@@ -255,7 +256,11 @@ class HostExport {
       w.text(p2p || sim_.scenario().proto == "simple" ? "Simple" : protocol_name(sim_.scenario().proto));
       w.i64(static_cast<int64_t>(c.channels.empty() ? c.channel_end_ns.size() : c.channels.size()));
       w.i64(std::llround(exec));
-      w.i64(std::llround(std::max(0.0, c.kernel_start_ns - c.enqueue_ns)));
+      // probing's enqueue_time_ns is how long the host spent in the NCCL call (the collective's
+      // start to stop event on the host), a few microseconds: not how long before its kernel it
+      // was enqueued.
+      w.i64(std::llround(3000 + 4000 * unit(mix(sim_.scenario().seed, uint64_t(rec.index), uint64_t(c.rank),
+                                                 0x656e7175ull))));
       w.text("kernel_gpu");
       w.real(exec > 0 ? static_cast<double>(bytes) / exec : 0.0);  // bytes per ns = GB/s
       federation(w, c.rank);

@@ -2,8 +2,12 @@
 // what the readers take back from it in every form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "io/probing_csv_reader.hpp"
 #include "io/probing_json_reader.hpp"
@@ -115,6 +119,32 @@ TEST(RenderProbing, CollPerfGivesEachRanksKernelWindow) {
   read_probing_csv_buffer(f->content, "coll_perf.csv", "node000", d);
   EXPECT_EQ(d.kernel_starts.size(), 4u * 6u);  // 4 GPUs x 6 collectives
   for (const KernelStartRecord& k : d.kernel_starts) EXPECT_LT(k.start_gpu_clk_ns, k.stop_gpu_clk_ns);
+}
+
+// probing's enqueue_time_ns is the host's time inside the NCCL call (its collective's start to
+// stop event), a few microseconds however far ahead of its GPU the host ran.
+TEST(RenderProbing, CollPerfEnqueueTimeIsTheHostsCallNotItsLeadOnTheKernel) {
+  mock::Simulation sim(mock::Scenario::parse(std::string(kRing) + ",host=ahead"));
+  auto files = mock::render_host_probing(sim, 0, mock::parse_probing_format("probing-csv+coll_perf"));
+  const mock::RenderedFile* f = file_named(files, "coll_perf.csv");
+  ASSERT_NE(f, nullptr);
+  std::istringstream lines(f->content);
+  std::string header, line;
+  std::getline(lines, header);
+  const std::string before = header.substr(0, header.find(",enqueue_time_ns,"));
+  const auto column = static_cast<size_t>(std::count(before.begin(), before.end(), ',') + 1);
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> cells;
+    std::istringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    ASSERT_GT(cells.size(), column);
+    const long long enqueue_ns = std::stoll(cells[column]);
+    EXPECT_GE(enqueue_ns, 3000);
+    EXPECT_LE(enqueue_ns, 7000);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4u * 6u);
 }
 
 TEST(RenderProbing, UnknownFormatOptionsAreRefused) {
