@@ -121,7 +121,7 @@ StepLog& Simulation::Impl::flow_op_log(int oi) {
   Flow& F = flow;
   int& slot = F.op_log[oi];
   if (slot < 0) {
-    const StepLog fresh(F.ops[oi].n_steps, keep.timeline);
+    const StepLog fresh(F.ops[oi].n_steps, keep.timeline || keep.every_step);
     if (F.free_logs.empty()) {
       slot = int(F.logs.size());
       F.logs.push_back(fresh);

@@ -155,7 +155,8 @@ void Simulation::Impl::flow_record_op(int oi) {
   SimProxyOp op = F.ops[oi];
   if (!known(op.progress_ns)) op.progress_ns = kInf;
   if (!known(op.end_ns)) op.end_ns = kInf;
-  StepLog steps = F.op_log[oi] >= 0 ? std::move(F.logs[F.op_log[oi]]) : StepLog(op.n_steps, keep.timeline);
+  StepLog steps =
+      F.op_log[oi] >= 0 ? std::move(F.logs[F.op_log[oi]]) : StepLog(op.n_steps, keep.timeline || keep.every_step);
   if (F.op_log[oi] >= 0) F.free_logs.push_back(F.op_log[oi]);
   F.op_log[oi] = -1;
   F.op_recorded[oi] = 1;

@@ -92,7 +92,8 @@ void decode(Decoder& d, OperationRecord& r) {
   d.get(r.index), d.get(r.comm), d.get(r.started), d.get(r.channel_start_ns), d.get(r.ops);
 }
 
-// A proxy op without its steps, and of its step summary only the steps it kept.
+// A proxy op without its steps, of its step summary only the steps it kept, and every step
+// where Retention::every_step asked for them.
 void encode(Encoder& e, const ProxyOpRecord& r) {
   const SimProxyOp& o = r.op;
   e.put(o.seq), e.put(o.channel), e.put(o.rank), e.put(o.peer), e.put(o.is_send), e.put(o.n_steps);
@@ -101,6 +102,7 @@ void encode(Encoder& e, const ProxyOpRecord& r) {
   const StepSummary& s = r.steps;
   e.put(s.n_steps), e.put(s.started), e.put(s.transferred), e.put(s.phase), e.put(s.last);
   for (int k = std::max(0, s.started - StepSummary::kKept); k < s.started; ++k) e.put(s.step(k));
+  e.put(r.every_step);
 }
 
 void decode(Decoder& d, ProxyOpRecord& r) {
@@ -112,6 +114,7 @@ void decode(Decoder& d, ProxyOpRecord& r) {
   d.get(s.n_steps), d.get(s.started), d.get(s.transferred), d.get(s.phase), d.get(s.last);
   for (int k = std::max(0, s.started - StepSummary::kKept); k < s.started; ++k)
     d.get(s.recent[size_t(k % StepSummary::kKept)]);
+  d.get(r.every_step);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ struct ProxyOpRecord {
   SimProxyOp op;  // without steps
   int index = 0;  // its index in proxy_ops()
   StepSummary steps;
+  std::vector<SimStep> every_step;  // Retention::every_step: all its steps in step order; else empty
 };
 
 // Everything the processes of one node did, in collectives() and proxy_ops() order.

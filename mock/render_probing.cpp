@@ -120,6 +120,7 @@ class HostExport {
     const std::string ext = how_.json ? ".json" : ".csv";
     if (how_.proxy_ops) out.push_back({"proxy_ops" + ext, proxy_ops()});
     if (how_.coll_perf) out.push_back({"coll_perf" + ext, coll_perf()});
+    if (how_.net_qp) out.push_back({"net_qp" + ext, net_qp()});
     if (how_.inflight_ops) {
       std::string inflight = inflight_ops();
       if (!inflight.empty()) out.push_back({"inflight_ops" + ext, std::move(inflight)});
@@ -225,6 +226,44 @@ class HostExport {
     return w.empty() ? std::string() : w.finish();
   }
 
+  // nccl.net_qp: one row per IB work request that completed, as NCCL's IB transport reports
+  // them to the profiler: a send's from its posting (the step accepted: data ready and credit
+  // in) to its completion (the acknowledgement), of the chunk's length, opcode 1 (RDMA write
+  // with immediate); a receive's from the buffer's posting to the data's arrival, with no
+  // length or opcode (NCCL sets none). Each connection end has its own queue pair; a GPU its
+  // own NIC. Every started step where the simulation kept them (Retention::every_step, as `mock
+  // --format ...+net_qp` does); otherwise only ops whose steps were all kept (StepSummary: up
+  // to 32): rows missing between two others of a queue pair would show a queued send as idle.
+  std::string net_qp() const {
+    TableWriter w(how_.json,
+                  with_tags({"ts", "rank", "device", "qp_num", "wr_id", "opcode", "length", "duration_ns"}, how_.tags));
+    const uint64_t seed = sim_.scenario().seed;
+    for (const ProxyOpRecord& rec : t_.proxy_ops) {
+      const SimProxyOp& op = rec.op;
+      const uint64_t qp = 1 + (mix(seed, mix(uint64_t(op.rank), uint64_t(op.peer), uint64_t(op.channel)),
+                                   op.comm_hash, op.is_send ? 0x736e64ull : 0x726376ull) & 0xffffffull);
+      const bool every = !rec.every_step.empty();
+      if (!every && rec.steps.started > StepSummary::kKept) continue;
+      for (int k = 0; k < rec.steps.started; ++k) {
+        const SimStep st = every ? rec.every_step[size_t(k)] : rec.steps.step(k);
+        const double posted = op.is_send ? st.t2 : st.t0, done = op.is_send ? st.t3 : st.t1;
+        if (!std::isfinite(posted) || !(done < dump_ns_)) continue;
+        w.begin_row();
+        w.i64(epoch_ns(done));
+        w.i64(op.rank);
+        w.i64(tags_[static_cast<size_t>(op.rank)].process->local);
+        w.u64(qp);
+        w.u64(static_cast<uint64_t>(k));
+        w.i64(op.is_send ? 1 : 0);
+        w.u64(op.is_send ? op.chunk_bytes : 0);
+        w.i64(std::llround(std::max(0.0, done - posted)));
+        federation(w, op.rank);
+        w.end_row();
+      }
+    }
+    return w.finish();
+  }
+
   std::string coll_perf() const {
     TableWriter w(how_.json,
                   with_tags({"ts", "rank", "tp_rank", "pp_rank", "dp_rank", "comm_hash", "n_ranks", "coll_func", "seq",
@@ -292,6 +331,7 @@ ProbingExport parse_probing_format(const std::string& format) {
     else if (opt == "blank") how.unsigned_cells = UnsignedCells::kBlank;
     else if (opt == "cast") how.unsigned_cells = UnsignedCells::kCastSigned;
     else if (opt == "coll_perf") how.coll_perf = true;
+    else if (opt == "net_qp") how.net_qp = true;
     else if (opt == "no_proxy_ops") how.proxy_ops = false;
     else if (opt == "no_inflight") how.inflight_ops = false;
     else throw std::invalid_argument("unknown probing export option '" + opt + "' in '" + format + "'");

@@ -1,5 +1,5 @@
 // Rendering of the simulated timeline as probing's SQL exports (FORMATS.md §3): the
-// nccl.proxy_ops, nccl.inflight_ops and nccl.coll_perf tables of one host, as
+// nccl.proxy_ops, nccl.inflight_ops, nccl.coll_perf and nccl.net_qp tables of one host, as
 // `probing ... query "SELECT * FROM [global.]nccl.<table>" -f csv|json` writes them.
 //
 // What the rendering reproduces of real exports:
@@ -29,14 +29,15 @@ struct ProbingExport {
   bool proxy_ops = true;
   bool inflight_ops = true;          // written only when some operation is alive at the dump
   bool coll_perf = false;
+  bool net_qp = false;               // IB work requests (NCCL's net plugin events, probing's mask bit 128)
 };
 
 // Parses `mock --format`: "probing-csv" or "probing-json", then options joined by '+':
-// untagged, blank (unsigned cells empty/null), cast (CAST AS BIGINT), coll_perf (add the
-// table), no_proxy_ops, no_inflight. Throws std::invalid_argument on anything else.
+// untagged, blank (unsigned cells empty/null), cast (CAST AS BIGINT), coll_perf and net_qp (add
+// the table), no_proxy_ops, no_inflight. Throws std::invalid_argument on anything else.
 ProbingExport parse_probing_format(const std::string& format);
 
-// The export files of one host: proxy_ops.{csv,json}, inflight_ops.*, coll_perf.*.
+// The export files of one host: proxy_ops.{csv,json}, inflight_ops.*, coll_perf.*, net_qp.*.
 std::vector<RenderedFile> render_host_probing(const Simulation& sim, int node, const ProbingExport& how);
 // The same from that node's records (sim.node_timeline(node)).
 std::vector<RenderedFile> render_host_probing(const Simulation& sim, const NodeTimeline& timeline,

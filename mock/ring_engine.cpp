@@ -175,7 +175,7 @@ void RingEngine::add_proxy_ops(int s) {
         op.end_ns = kInf;
         cur_.op_of[size_t(op_index(r, c, is_send))] = int(cur_.ops.size());
         cur_.ops.push_back(std::move(op));
-        cur_.steps.emplace_back(m_.n_steps, m_.keep.timeline);
+        cur_.steps.emplace_back(m_.n_steps, m_.keep.timeline || m_.keep.every_step);
       }
   }
 }

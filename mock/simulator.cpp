@@ -37,15 +37,17 @@ void Simulation::Impl::record_operation(OperationRecord&& rec) {
 
 void Simulation::Impl::record_proxy_op(SimProxyOp&& op, int index, StepLog&& steps) {
   const int node = procs[size_t(op.rank)].node;
+  std::vector<SimStep> all = steps.take_all();  // empty unless the timeline or every step is kept
   if (keeps_node(node)) {
     ProxyOpRecord rec;
     rec.op = op;
     rec.index = index;
     rec.steps = steps.summary();
+    if (keep.every_step) rec.every_step = all;
     kept->add(node, rec);
   }
   if (keep.timeline) {
-    op.steps = steps.take_all();
+    op.steps = std::move(all);
     put_at(ops, size_t(index), std::move(op));
   }
 }
@@ -181,7 +183,7 @@ bool is_simulated_trace(const std::string& name) {
 
 bool is_simulated_export(const std::string& name) {
   if (name.rfind("nccl_trace_rank_", 0) == 0) return true;  // Flight Recorder dumps
-  for (const char* table : {"proxy_ops", "inflight_ops", "coll_perf"})
+  for (const char* table : {"proxy_ops", "inflight_ops", "coll_perf", "net_qp"})
     for (const char* ext : {".csv", ".json"})
       if (name == std::string(table) + ext) return true;
   return false;

@@ -183,6 +183,9 @@ struct Retention {
   std::function<bool(int node)> nodes;   // whose records are kept for rendering; empty: all
   // Bytes of node records held in memory; past it they go to a temporary file.
   size_t memory_budget = size_t(32) << 20;
+  // The kept node records hold every step of their proxy ops, not only the latest
+  // StepSummary::kKept: what one row per IB work request (nccl.net_qp) needs.
+  bool every_step = false;
   static Retention nodes_only(std::function<bool(int node)> which = {}) {
     Retention keep;
     keep.timeline = false;

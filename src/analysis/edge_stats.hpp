@@ -36,8 +36,6 @@ struct AttributionConfig {
   // their spread (slow_wire.hpp).
   double link_ratio = 1.5;
   int nccl_steps = 8;
-  // A queue pair is slow when the job's median wire speed exceeds its own this many times.
-  double qp_slow_ratio = 2.0;
   // Withheld credit (SendPeerWait) and slow consumption (RecvGpuWait) count only above this
   // fraction of the step scale (rel_floor applies to the other phases).
   double credit_rel_floor = 1.0;

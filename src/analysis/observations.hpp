@@ -96,6 +96,13 @@ struct QpObservation {
   uint64_t count = 0;    // work requests
   uint64_t bytes = 0;
   uint64_t sum_ns = 0;   // their durations
+  // Its sends of the largest length that found it idle (the wire's own time: latency, one
+  // transfer and the acknowledgement), as the sums of the logs of their durations and of their
+  // squares.
+  uint64_t wr_length = 0;
+  uint64_t idle_sends = 0;
+  double idle_log_ns_sum = 0;
+  double idle_log_ns_sq_sum = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<QpObservation>);

@@ -205,11 +205,11 @@ void offer_slow_send_waits(const Observations& obs, const LazyPeerRoles& roles, 
 }
 
 void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts>& facts,
-                            const AttributionConfig& cfg, std::vector<Evidence>& evidence) {
+                            std::vector<Evidence>& evidence) {
   std::vector<OutboundSendWait> sends;
   for (const EdgeFacts& f : facts)
     if (f.view.has_send) sends.push_back({f.src, f.dst, f.view.step_ns[kSendWait]});
-  for (const SlowQueuePair& q : slow_queue_pairs(obs.qps, sends, evidence.size(), cfg))
+  for (const SlowQueuePair& q : slow_queue_pairs(obs.qps, sends, evidence.size()))
     evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer, q.margin);
 }
 

@@ -45,8 +45,9 @@ void offer_kernel_lateness(const OwnDelay& own_delay, std::vector<Evidence>& evi
 void offer_slow_wires(const Observations& observations, const std::vector<EdgeFacts>& facts,
                       std::vector<Evidence>& evidence);
 
-// Offers slow queue pairs as network_link towards the far end of their slowest connection.
+// Offers slow queue pairs (queue_pair_wires.hpp) as network_link towards the far end of their
+// process's slowest outbound connection.
 void offer_slow_queue_pairs(const Observations& observations, const std::vector<EdgeFacts>& facts,
-                            const AttributionConfig& config, std::vector<Evidence>& evidence);
+                            std::vector<Evidence>& evidence);
 
 }  // namespace culprit

@@ -1,17 +1,29 @@
-// Slow-wire evidence from queue-pair wire times (probing's nccl.net_qp, FORMATS.md §3): a
-// queue pair that moves its bytes at well under the job's typical wire speed
-// (qp_slow_ratio) is a slow wire or NIC at its process. The excess is the time it took
-// beyond what the job's median bytes per second would have needed, and must be above
-// abs_floor_ns per work request. The far end is the process's slowest outbound connection
-// (the longest SendWait per step): the queue pair itself does not say whom it talks to.
+// Slow-wire evidence from queue-pair times (probing's nccl.net_qp, FORMATS.md §3;
+// docs/attribution.md, "The idle-send test").
+//
+// A send work request that finds its queue pair idle takes the wire's own time: latency, one
+// transfer of its length and the acknowledgement. One posted while an earlier send is still in
+// flight also waits for that one, and how often that happens follows the traffic (a wire that
+// paces its communicator always has sends queued; one paced by others seldom). So a queue
+// pair's wire is measured by its idle full-size sends alone, as the mean log of their
+// durations, and judged against the other queue pairs of the same work-request length (one
+// chunk size: one communicator family) beyond their spread (place_peers.hpp, with links'
+// prior spread of 10 %) plus its mean's own variance from its sends' jitter, Bonferroni over
+// every process judged at `false_alarm` per job. A process with several queue pairs of one
+// length is judged by its slowest.
+//
+// What it cannot tell apart: a slow wire from a NIC busy with other queue pairs while the
+// judged one was idle (the simulator gives each connection its own wire), nor whose wire it
+// is: a queue pair does not name its far end, so the process's slowest outbound connection
+// (the longest SendWait per step) stands in.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
 
-#include "analysis/edge_stats.hpp"
 #include "analysis/observations.hpp"
 
 namespace culprit {
@@ -25,14 +37,18 @@ struct OutboundSendWait {
 
 struct SlowQueuePair {
   uint32_t process = 0;
-  double excess_ns = 0;
+  double excess_ns = 0;          // its idle sends' time beyond its peers' typical one, over all its sends
   std::optional<uint32_t> peer;  // process at the far end of its slowest outbound connection, if any
-  double margin = 0;             // how many times the tighter of its guards (ratio, floor) it clears
+  double margin = 0;             // its departure's t over the critical value
 };
 
-// Needs at least three timed queue pairs for a baseline; processes >= n_processes are skipped.
+// Fewest idle full-size sends that measure a queue pair's wire: fewer are a draw or two of
+// its jitter, whose mean stands out by chance.
+inline constexpr uint64_t kMinIdleSends = 4;
+
+// Processes >= n_processes are skipped.
 std::vector<SlowQueuePair> slow_queue_pairs(std::span<const QpObservation> qps,
                                             std::span<const OutboundSendWait> sends, size_t n_processes,
-                                            const AttributionConfig& config);
+                                            double false_alarm = 1e-3);
 
 }  // namespace culprit

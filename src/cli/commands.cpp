@@ -28,7 +28,10 @@ int run_mock_command(const MockOptions& options) {
     scenario = mock::Scenario::parse(options.scenario);
     // Checks ranks against the cluster. Keeps each node's records only (what the files need),
     // not the whole timeline: memory stays bounded at 16k GPUs (docs/simulator.md, "Memory").
-    sim = std::make_unique<mock::Simulation>(scenario, mock::Retention::nodes_only());
+    // nccl.net_qp has a row per work request: every step of every kept proxy op.
+    mock::Retention keep = mock::Retention::nodes_only();
+    keep.every_step = !traces && !dumps && probing.net_qp;
+    sim = std::make_unique<mock::Simulation>(scenario, std::move(keep));
   } catch (const std::invalid_argument& e) {
     std::cerr << "nccl-culprit: " << e.what() << "\n";
     return kExitUsage;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 
 namespace culprit {
 
@@ -59,7 +60,24 @@ void LocalData::mark_cut_short(uint64_t comm_hash, int32_t rank) {
   if (it != comm_rank_lookup_.end()) comm_ranks[it->second].cut_short = true;
 }
 
-void QpStat::add(uint64_t length, uint64_t duration_ns) {
+void QpStat::add(uint64_t length, uint64_t duration_ns, std::optional<int64_t> end_ns) {
+  if (length > 0 && end_ns) {
+    if (length > wr_length) {  // a longer send: the full-size ones are those of this length
+      wr_length = length;
+      idle_sends = 0;
+      idle_log_ns_sum = 0;
+      idle_log_ns_sq_sum = 0;
+    }
+    const int64_t start_ns = *end_ns - static_cast<int64_t>(std::min<uint64_t>(duration_ns, INT64_MAX));
+    if (length == wr_length && duration_ns > 0 && last_send_end_ns != INT64_MIN && start_ns >= last_send_end_ns) {
+      const double log_ns = std::log(static_cast<double>(duration_ns));
+      ++idle_sends;
+      idle_log_ns_sum += log_ns;
+      idle_log_ns_sq_sum += log_ns * log_ns;
+    }
+    // A row out of completion order leaves the previous completion: no idle send is taken from it.
+    last_send_end_ns = std::max(last_send_end_ns, *end_ns);
+  }
   ++count;
   bytes = saturating_add(bytes, length);
   sum_ns = saturating_add(sum_ns, duration_ns);
@@ -70,6 +88,16 @@ void QpStat::add(uint64_t length, uint64_t duration_ns) {
 }
 
 void QpStat::merge(const QpStat& o) {
+  if (o.wr_length > wr_length) {
+    wr_length = o.wr_length;
+    idle_sends = o.idle_sends;
+    idle_log_ns_sum = o.idle_log_ns_sum;
+    idle_log_ns_sq_sum = o.idle_log_ns_sq_sum;
+  } else if (o.wr_length == wr_length) {
+    idle_sends += o.idle_sends;
+    idle_log_ns_sum += o.idle_log_ns_sum;
+    idle_log_ns_sq_sum += o.idle_log_ns_sq_sum;
+  }
   count += o.count;
   bytes = saturating_add(bytes, o.bytes);
   sum_ns = saturating_add(sum_ns, o.sum_ns);

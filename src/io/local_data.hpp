@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -76,8 +77,18 @@ struct QpStat {
   uint64_t min_ns = UINT64_MAX;
   uint64_t max_ns = 0;
   uint64_t hist[kBuckets] = {};
+  // The wire's own time (docs/attribution.md, "The idle-send test"): the send work requests
+  // of the largest length seen that found the queue pair idle (posted after its previous send
+  // had completed), kept as the sums of the logs of their durations and of their squares. A
+  // receive work request has no length (NCCL sets none) and does not count.
+  uint64_t wr_length = 0;
+  uint64_t idle_sends = 0;
+  double idle_log_ns_sum = 0;
+  double idle_log_ns_sq_sum = 0;
+  int64_t last_send_end_ns = INT64_MIN;  // this file's previous send completion (INT64_MIN: none)
 
-  void add(uint64_t length, uint64_t duration_ns);
+  // `end_ns` is the row's `ts` (its completion) where known; rows come in completion order.
+  void add(uint64_t length, uint64_t duration_ns, std::optional<int64_t> end_ns = std::nullopt);
   void merge(const QpStat& other);
   double mean_ns() const { return count ? static_cast<double>(sum_ns) / static_cast<double>(count) : 0.0; }
   // Upper bound of the bucket that holds quantile q (0..1) of the durations: within 2x.

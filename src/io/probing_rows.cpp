@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -368,7 +369,10 @@ void ProbingRows::net_qp_row() {
   // A QP has no communicator: the rank names the process, as in a one-communicator file.
   uint32_t process = static_cast<uint32_t>(place(identity(rank), 0));
   QpStat& s = data_.qp_stat(data_.processes[process].host, rank, device, static_cast<uint32_t>(qp), process);
-  s.add(length, static_cast<uint64_t>(duration));
+  // `ts` is the completion: with it, the sends that found their queue pair idle are told apart.
+  int64_t end_ns = 0;
+  const bool timed = columns_[kColTs] >= 0 && parse_i64(cell(kColTs), &end_ns) && end_ns >= duration;
+  s.add(length, static_cast<uint64_t>(duration), timed ? std::optional<int64_t>(end_ns) : std::nullopt);
   ++kept_rows_;
 }
 

@@ -177,7 +177,9 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   for (const FrMemberRun& m : data.fr_members)
     if (members.insert({m.group, m.first_group_rank, m.first_rank, m.stride, m.count}).second) s.fr_members.push_back(m);
   for (const QpStat& q : data.qp_stats)
-    s.qps.push_back({q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns});
+    s.qps.push_back(
+        {q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns, q.wr_length, q.idle_sends, q.idle_log_ns_sum,
+         q.idle_log_ns_sq_sum});
   return result;
 }
 

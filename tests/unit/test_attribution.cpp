@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -113,24 +114,32 @@ TEST(Attribution, SlowLinkBetweenHealthyEndsIsNamedWithItsPeer) {
 TEST(Attribution, SlowQueuePairNamesTheWireEvenWhenSendWaitIsInconclusive) {
   RingBuilder ring(4, 2);
   for (int node = 0; node < 4; ++node) ring.hop(node, 270, 0.2, 65, 335, 1.5, 2);
-  // probing's nccl.net_qp: every sender's QP moves 1 GB; rank 3's takes 6x longer.
-  for (int node = 0; node < 4; ++node) {
-    QpObservation q;
-    q.process = static_cast<uint32_t>(node * 2 + 1);
-    q.qp_num = 100 + node;
-    q.count = 1000;
-    q.bytes = 1000000000;
-    q.sum_ns = node == 1 ? 480000000 : 80000000;
-    ring.obs.qps.push_back(q);
-  }
+  // probing's nccl.net_qp: every sender's queue pair moves 1 GB in 1 MB sends, 100 of which
+  // found it idle; rank 3's idle sends took 3x as long as the others' 100 us.
+  const auto queue_pairs = [&](double rank3_slower) {
+    ring.obs.qps.clear();
+    for (int node = 0; node < 4; ++node) {
+      QpObservation q;
+      q.process = static_cast<uint32_t>(node * 2 + 1);
+      q.qp_num = static_cast<uint32_t>(100 + node);
+      q.count = 1000;
+      q.bytes = 1000000000;
+      q.wr_length = 1000000;
+      q.idle_sends = 100;
+      const double idle_ns = 100000 * (node == 1 ? rank3_slower : 1.0 + 0.01 * node);
+      q.idle_log_ns_sum = 100 * std::log(idle_ns);
+      ring.obs.qps.push_back(q);
+    }
+  };
+  queue_pairs(3.0);
   Attribution a = attribute(ring.obs);
   ASSERT_EQ(a.culprits.size(), 1u);
   EXPECT_EQ(a.culprits[0].process_id, 3u);
   EXPECT_EQ(a.culprits[0].culprit_class, "network_link");
   EXPECT_EQ(a.culprits[0].peer_process_id, 4);
 
-  // The same queue pairs at equal speed (within 2x) name nobody.
-  for (QpObservation& q : ring.obs.qps) q.sum_ns = 80000000 + 20000000 * q.qp_num % 3;
+  // Within the spread links of one kind show (10 %), nobody.
+  queue_pairs(1.04);
   EXPECT_TRUE(attribute(ring.obs).culprits.empty());
 }
 

@@ -3,6 +3,7 @@
 // slow queue pairs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -224,20 +225,22 @@ TEST(OwnTimeEvidence, AKernelLateGpuIsAProducerAndItsSlowConsumptionIsTheSameStr
   EXPECT_DOUBLE_EQ(evidence[3].ns, 8000);
 }
 
-TEST(OwnTimeEvidence, AQueuePairAtAQuarterSpeedIsANetworkLinkTowardsItsSlowestSend) {
+TEST(OwnTimeEvidence, ASlowQueuePairIsANetworkLinkTowardsItsSlowestSend) {
   Facts f;
   f.add(3, 0).view.step_ns[kSendWait] = 5000;
   f.add(3, 2).view.step_ns[kSendWait] = 9000;  // its slowest outbound connection
   f.add(3, 1).view.step_ns[kSendWait] = 20000;
   f.facts[2].view.has_send = false;  // only its receiver recorded it: no send of process 3's to judge
   for (uint32_t p = 0; p < 4; ++p) {
-    // 100 work requests of 64 KiB each, 1 us apiece; process 3's take 4 us.
-    f.obs.qps.push_back({p, 0, 42 + p, 100, 100 * 65536, p == 3 ? 400000u : 100000u});
+    // 100 sends of 64 KiB each, 10 of which found the queue pair idle and took 1 us; process
+    // 3's took 4 us.
+    QpObservation q{p, 0, 42 + p, 100, 100 * 65536, 0, 65536, 10, 10 * std::log(p == 3 ? 4000.0 : 1000.0)};
+    f.obs.qps.push_back(q);
   }
   std::vector<Evidence> evidence(4);
-  offer_slow_queue_pairs(f.obs, f.facts, AttributionConfig{}, evidence);
+  offer_slow_queue_pairs(f.obs, f.facts, evidence);
   EXPECT_EQ(evidence[3].culprit_class, CulpritClass::kNetworkLink);
-  EXPECT_DOUBLE_EQ(evidence[3].ns, 300000);  // beyond the job's median speed
+  EXPECT_NEAR(evidence[3].ns, 100 * 3000.0, 1e-6);  // 3 us beyond its peers' on each of its 100 sends
   ASSERT_TRUE(evidence[3].peer.has_value());
   EXPECT_EQ(*evidence[3].peer, 2u);
   for (uint32_t p : {0u, 1u, 2u}) EXPECT_FALSE(evidence[p].any());

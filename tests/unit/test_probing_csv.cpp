@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -376,6 +377,32 @@ TEST(ProbingNetQp, DurationsAreSummedPerHostRankDeviceAndQp) {
   EXPECT_EQ(d.processes.at(q.process).pid, -1);  // same identity rule as proxy_ops rows
   EXPECT_EQ(d.processes.at(q.process).rank, 3);
   EXPECT_EQ(d.qp_stats[2].rank, 4);
+}
+
+// The idle-send test's input (docs/attribution.md): full-size sends posted after the queue
+// pair's previous send completed (ts is the completion, ts - duration_ns the posting).
+TEST(ProbingNetQp, SendsThatFoundTheQueuePairIdleAreKeptApart) {
+  std::string text = std::string(kQpHeader) + "\n" +
+                     "10000,3,0,77,1,1,4096,1000\n"   // the first: nothing known before it
+                     "12000,3,0,77,2,1,4096,1500\n"   // posted at 10500, after 10000: idle
+                     "13000,3,0,77,3,1,4096,2000\n"   // posted at 11000, before 12000: queued
+                     "14000,3,0,77,4,0,0,50000\n"     // a receive: no length
+                     "20000,3,0,77,5,1,2048,500\n"    // idle but not full-size
+                     "30000,3,0,77,6,1,4096,1200\n"   // idle
+                     "1000,3,0,78,1,1,4096,100\n"
+                     "5000,3,0,78,2,1,4096,200\n"     // idle, at 4096
+                     "9000,3,0,78,3,1,8192,300\n";    // longer: the full size is now 8192, and idle
+  LocalData d = read(text, "net_qp.csv");
+  ASSERT_EQ(d.qp_stats.size(), 2u);
+  const QpStat& q = d.qp_stats[0];
+  EXPECT_EQ(q.wr_length, 4096u);
+  EXPECT_EQ(q.idle_sends, 2u);
+  EXPECT_DOUBLE_EQ(q.idle_log_ns_sum, std::log(1500.0) + std::log(1200.0));
+  EXPECT_EQ(q.count, 6u);  // every row still counts in the sums
+  const QpStat& longer = d.qp_stats[1];
+  EXPECT_EQ(longer.wr_length, 8192u);
+  EXPECT_EQ(longer.idle_sends, 1u);
+  EXPECT_DOUBLE_EQ(longer.idle_log_ns_sum, std::log(300.0));
 }
 
 TEST(ProbingNetQp, HeaderlessAndMergedAcrossFiles) {

@@ -7,10 +7,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/probing_csv_reader.hpp"
 #include "io/probing_json_reader.hpp"
+#include "mock/records.hpp"
 #include "mock/render_probing.hpp"
 #include "mock/simulator.hpp"
 
@@ -145,6 +147,46 @@ TEST(RenderProbing, CollPerfEnqueueTimeIsTheHostsCallNotItsLeadOnTheKernel) {
     ++rows;
   }
   EXPECT_EQ(rows, 4u * 6u);
+}
+
+// nccl.net_qp: a row per IB work request of every step kept (Retention::every_step), read
+// back as one send queue pair per network connection the node sends on, every send full-size,
+// and one receive queue pair per connection it receives on, with no length.
+TEST(RenderProbing, NetQpHasAWorkRequestPerStepOfEachConnectionEnd) {
+  mock::Retention keep = mock::Retention::nodes_only();
+  keep.every_step = true;
+  mock::Simulation sim(mock::Scenario::parse(kRing), std::move(keep));
+  auto files = mock::render_host_probing(sim, 1, mock::parse_probing_format("probing-csv+net_qp"));
+  const mock::RenderedFile* f = file_named(files, "net_qp.csv");
+  ASSERT_NE(f, nullptr);
+  LocalData d;
+  read_probing_csv_buffer(f->content, "net_qp.csv", "node001", d);
+  ASSERT_EQ(d.inputs.size(), 1u);
+  EXPECT_EQ(d.inputs[0].rejected, 0u);
+  const mock::NodeTimeline timeline = sim.node_timeline(1);
+  std::map<std::tuple<int, int, int, bool>, uint64_t> steps;  // per connection end: its steps
+  uint64_t chunk = 0;
+  for (const mock::ProxyOpRecord& r : timeline.proxy_ops) {
+    steps[{r.op.rank, r.op.peer, r.op.channel, r.op.is_send}] += static_cast<uint64_t>(r.op.n_steps);
+    if (r.op.is_send) chunk = r.op.chunk_bytes;
+  }
+  ASSERT_EQ(d.qp_stats.size(), steps.size());
+  uint64_t rows = 0, sends = 0;
+  for (const QpStat& q : d.qp_stats) {
+    rows += q.count;
+    if (q.bytes == 0) continue;  // a receive's queue pair
+    ++sends;
+    EXPECT_EQ(q.wr_length, chunk);
+    EXPECT_EQ(q.bytes, q.count * chunk);
+    EXPECT_GE(q.idle_sends, 1u);  // at least the first step of each collective found it idle
+  }
+  uint64_t all_steps = 0, send_ends = 0;
+  for (const auto& [end, n] : steps) {
+    all_steps += n;
+    send_ends += std::get<3>(end);
+  }
+  EXPECT_EQ(rows, all_steps);  // nothing hung: every step completed
+  EXPECT_EQ(sends, send_ends);
 }
 
 TEST(RenderProbing, UnknownFormatOptionsAreRefused) {
