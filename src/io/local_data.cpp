@@ -61,23 +61,7 @@ void LocalData::mark_cut_short(uint64_t comm_hash, int32_t rank) {
 }
 
 void QpStat::add(uint64_t length, uint64_t duration_ns, std::optional<int64_t> end_ns) {
-  if (length > 0 && end_ns) {
-    if (length > wr_length) {  // a longer send: the full-size ones are those of this length
-      wr_length = length;
-      idle_sends = 0;
-      idle_log_ns_sum = 0;
-      idle_log_ns_sq_sum = 0;
-    }
-    const int64_t start_ns = *end_ns - static_cast<int64_t>(std::min<uint64_t>(duration_ns, INT64_MAX));
-    if (length == wr_length && duration_ns > 0 && last_send_end_ns != INT64_MIN && start_ns >= last_send_end_ns) {
-      const double log_ns = std::log(static_cast<double>(duration_ns));
-      ++idle_sends;
-      idle_log_ns_sum += log_ns;
-      idle_log_ns_sq_sum += log_ns * log_ns;
-    }
-    // A row out of completion order leaves the previous completion: no idle send is taken from it.
-    last_send_end_ns = std::max(last_send_end_ns, *end_ns);
-  }
+  if (length > 0 && end_ns) pending_sends.push_back({*end_ns, duration_ns, length});
   ++count;
   bytes = saturating_add(bytes, length);
   sum_ns = saturating_add(sum_ns, duration_ns);
@@ -85,6 +69,37 @@ void QpStat::add(uint64_t length, uint64_t duration_ns, std::optional<int64_t> e
   max_ns = std::max(max_ns, duration_ns);
   int bucket = duration_ns == 0 ? 0 : std::min(kBuckets - 1, static_cast<int>(std::bit_width(duration_ns)) - 1);
   ++hist[bucket];
+}
+
+void QpStat::fold_idle_sends() {
+  if (pending_sends.empty()) return;
+  const auto start_of = [](const TimedSend& s) {
+    return s.end_ns - static_cast<int64_t>(std::min<uint64_t>(s.duration_ns, INT64_MAX));
+  };
+  std::sort(pending_sends.begin(), pending_sends.end(), [&](const TimedSend& a, const TimedSend& b) {
+    return a.end_ns != b.end_ns ? a.end_ns < b.end_ns : start_of(a) < start_of(b);
+  });
+  uint64_t longest = 0;
+  for (const TimedSend& s : pending_sends) longest = std::max(longest, s.length);
+  if (longest > wr_length) {  // longer sends: the full-size ones are those of this length
+    wr_length = longest;
+    idle_sends = 0;
+    idle_log_ns_sum = 0;
+    idle_log_ns_sq_sum = 0;
+  }
+  // The first send of the file has no known predecessor: it is not taken.
+  int64_t previous_end = INT64_MAX;
+  for (const TimedSend& s : pending_sends) {
+    if (s.length == wr_length && s.duration_ns > 0 && start_of(s) >= previous_end) {
+      const double log_ns = std::log(static_cast<double>(s.duration_ns));
+      ++idle_sends;
+      idle_log_ns_sum += log_ns;
+      idle_log_ns_sq_sum += log_ns * log_ns;
+    }
+    previous_end = previous_end == INT64_MAX ? s.end_ns : std::max(previous_end, s.end_ns);
+  }
+  pending_sends.clear();
+  pending_sends.shrink_to_fit();
 }
 
 void QpStat::merge(const QpStat& o) {

@@ -85,10 +85,19 @@ struct QpStat {
   uint64_t idle_sends = 0;
   double idle_log_ns_sum = 0;
   double idle_log_ns_sq_sum = 0;
-  int64_t last_send_end_ns = INT64_MIN;  // this file's previous send completion (INT64_MIN: none)
+  // The timed sends of the file being read, until fold_idle_sends().
+  struct TimedSend {
+    int64_t end_ns = 0;
+    uint64_t duration_ns = 0;
+    uint64_t length = 0;
+  };
+  std::vector<TimedSend> pending_sends;
 
-  // `end_ns` is the row's `ts` (its completion) where known; rows come in completion order.
+  // `end_ns` is the row's `ts` (its completion) where known. A timed send waits in
+  // `pending_sends` until fold_idle_sends(): rows need not come in completion order.
   void add(uint64_t length, uint64_t duration_ns, std::optional<int64_t> end_ns = std::nullopt);
+  // Finds the idle sends among the pending ones (one file's), in completion order.
+  void fold_idle_sends();
   void merge(const QpStat& other);
   double mean_ns() const { return count ? static_cast<double>(sum_ns) / static_cast<double>(count) : 0.0; }
   // Upper bound of the bucket that holds quantile q (0..1) of the durations: within 2x.

@@ -369,7 +369,8 @@ void ProbingRows::net_qp_row() {
   // A QP has no communicator: the rank names the process, as in a one-communicator file.
   uint32_t process = static_cast<uint32_t>(place(identity(rank), 0));
   QpStat& s = data_.qp_stat(data_.processes[process].host, rank, device, static_cast<uint32_t>(qp), process);
-  // `ts` is the completion: with it, the sends that found their queue pair idle are told apart.
+  // `ts` is the completion: with it, the sends that found their queue pair idle are told apart
+  // (in finish(), in completion order).
   int64_t end_ns = 0;
   const bool timed = columns_[kColTs] >= 0 && parse_i64(cell(kColTs), &end_ns) && end_ns >= duration;
   s.add(length, static_cast<uint64_t>(duration), timed ? std::optional<int64_t>(end_ns) : std::nullopt);
@@ -607,6 +608,8 @@ void ProbingRows::finish() {
   } else if (table_ == ProbingTable::kInflightOps) {
     place_all(inflight_, 0);
     merge_inflight();
+  } else if (table_ == ProbingTable::kNetQp) {
+    for (QpStat& q : data_.qp_stats) q.fold_idle_sends();
   }
   note_members();
   report_.records += kept_rows_;

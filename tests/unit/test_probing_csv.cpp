@@ -380,7 +380,8 @@ TEST(ProbingNetQp, DurationsAreSummedPerHostRankDeviceAndQp) {
 }
 
 // The idle-send test's input (docs/attribution.md): full-size sends posted after the queue
-// pair's previous send completed (ts is the completion, ts - duration_ns the posting).
+// pair's previous send completed (ts is the completion, ts - duration_ns the posting), found in
+// completion order whatever the rows' order.
 TEST(ProbingNetQp, SendsThatFoundTheQueuePairIdleAreKeptApart) {
   std::string text = std::string(kQpHeader) + "\n" +
                      "10000,3,0,77,1,1,4096,1000\n"   // the first: nothing known before it
@@ -403,6 +404,20 @@ TEST(ProbingNetQp, SendsThatFoundTheQueuePairIdleAreKeptApart) {
   EXPECT_EQ(longer.wr_length, 8192u);
   EXPECT_EQ(longer.idle_sends, 1u);
   EXPECT_DOUBLE_EQ(longer.idle_log_ns_sum, std::log(300.0));
+
+  // A query without ORDER BY may return them in another order: the same sends are idle.
+  std::string shuffled = std::string(kQpHeader) + "\n" +
+                         "30000,3,0,77,6,1,4096,1200\n"
+                         "13000,3,0,77,3,1,4096,2000\n"
+                         "20000,3,0,77,5,1,2048,500\n"
+                         "10000,3,0,77,1,1,4096,1000\n"
+                         "14000,3,0,77,4,0,0,50000\n"
+                         "12000,3,0,77,2,1,4096,1500\n";
+  LocalData e = read(shuffled, "net_qp.csv");
+  ASSERT_EQ(e.qp_stats.size(), 1u);
+  EXPECT_EQ(e.qp_stats[0].idle_sends, 2u);
+  EXPECT_DOUBLE_EQ(e.qp_stats[0].idle_log_ns_sum, std::log(1500.0) + std::log(1200.0));
+  EXPECT_TRUE(e.qp_stats[0].pending_sends.empty());  // folded when the file ends
 }
 
 TEST(ProbingNetQp, HeaderlessAndMergedAcrossFiles) {
