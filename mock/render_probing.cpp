@@ -268,7 +268,7 @@ class HostExport {
     TableWriter w(how_.json,
                   with_tags({"ts", "rank", "tp_rank", "pp_rank", "dp_rank", "comm_hash", "n_ranks", "coll_func", "seq",
                              "is_p2p", "peer", "count", "msg_size_bytes", "dtype", "algo", "proto", "n_channels",
-                             "exec_time_ns", "enqueue_time_ns", "timing_source", "algobw_gbps"},
+                             "exec_time_ns", "enqueue_time_ns", "timing_source", "algobw_gbps", "pool_events_dropped"},
                             how_.tags));
     const uint64_t bytes = sim_.scenario().bytes;
     for (const OperationRecord& rec : t_.operations) {
@@ -302,6 +302,7 @@ class HostExport {
                                                  0x656e7175ull))));
       w.text("kernel_gpu");
       w.real(exec > 0 ? static_cast<double>(bytes) / exec : 0.0);  // bytes per ns = GB/s
+      w.i64(0);  // no child event lost: the simulator has no event pool
       federation(w, c.rank);
       w.end_row();
     }

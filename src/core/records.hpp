@@ -99,7 +99,11 @@ struct KernelStartRecord {
   uint32_t process = 0;
   int32_t rank = -1;
   uint8_t is_p2p = 0;            // a Send or Recv: counts for the GPU's gaps only
-  uint8_t pad_[7] = {0, 0, 0, 0, 0, 0, 0};
+  // 1: the record orders the GPU's kernels, but its window is not the kernel's (probing's
+  // coll_perf timed by proxy ops or the host's enqueue, or with child events lost): no gap,
+  // start or busy time is taken from it.
+  uint8_t window_unknown = 0;
+  uint8_t pad_[6] = {0, 0, 0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
 

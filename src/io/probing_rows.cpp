@@ -50,6 +50,7 @@ constexpr NamedColumn kColumnNames[] = {
     {"is_p2p", kColIsP2p},
     {"exec_time_ns", kColExecTime},
     {"timing_source", kColTimingSource},
+    {"pool_events_dropped", kColPoolDropped},
 };
 
 enum Reason : int {
@@ -441,6 +442,16 @@ void ProbingRows::coll_perf_row() {
   if (!source.empty() && timing_sources_.size() < 6 &&
       std::find(timing_sources_.begin(), timing_sources_.end(), source) == timing_sources_.end())
     timing_sources_.emplace_back(source.substr(0, 16));
+  // Only the kernel's own events time the kernel: probing falls back to its proxy ops' window
+  // (which opens when the proxy starts, before the GPU where hosts run ahead) or to the host's
+  // enqueue call, and a row that lost child events to probing's pool may miss the kernel's
+  // ends. Such a row still orders its GPU's kernels.
+  int64_t dropped = 0;
+  const bool kernel_source = source.empty() || source == "kernel_gpu" || source == "kernel_ch";
+  if (!kernel_source || (parse_i64(cell(kColPoolDropped), &dropped) && dropped > 0)) {
+    k.window_unknown = 1;
+    ++windows_unknown_;
+  }
   k.process = identity(k.rank);
   member(k.comm_hash, k.rank, k.process, collective, k.seq, seq != 0);
   data_.kernel_starts.push_back(k);
@@ -596,6 +607,11 @@ void ProbingRows::write_notes() {
     notes.push_back("kernel clock taken from coll_perf: start = ts - exec_time_ns, stop = ts (timing_source " +
                     (sources.empty() ? std::string("not given") : sources) + ")");
   }
+  if (windows_unknown_ > 0)
+    notes.push_back(std::to_string(windows_unknown_) +
+                    " coll_perf row(s) without the kernel's window (timing_source proxy or enqueue, or "
+                    "pool_events_dropped > 0): they order their GPU's kernels, but no gap, start or busy time is "
+                    "taken from them");
   for (std::string& n : extra_notes_) notes.push_back(std::move(n));
 }
 

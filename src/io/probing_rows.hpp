@@ -25,7 +25,7 @@ enum ProbingColumn : int {
   kColHost, kColGlobalRank, kColPid,
   kColDevice, kColQpNum, kColLength, kColDuration,
   kColKind, kColAge,
-  kColIsP2p, kColExecTime, kColTimingSource,
+  kColIsP2p, kColExecTime, kColTimingSource, kColPoolDropped,
   kProbingColumnCount,
 };
 
@@ -168,6 +168,7 @@ class ProbingRows {
   uint64_t file_comm_ = 0;  // the unnamed communicator of a file whose comm_hash is blank
   bool blank_comm_ = false, negative_comm_ = false, blank_seq_ = false, blank_bytes_ = false;
   std::vector<std::string> timing_sources_;
+  uint64_t windows_unknown_ = 0;  // coll_perf rows whose window is not the kernel's
   std::vector<std::string> extra_notes_;
   std::array<uint64_t, 16> reasons_{};
 };

@@ -40,7 +40,7 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
   std::map<std::tuple<std::string, uint64_t, uint64_t>, std::vector<const KernelStartRecord*>> groups;
   for (const KernelStartRecord& k : data.kernel_starts) {
     // Node peers start a collective together; p2p calls have no common start.
-    if (k.is_p2p || k.seq < min_seq_of(k.comm_hash)) continue;
+    if (k.is_p2p || k.window_unknown || k.seq < min_seq_of(k.comm_hash)) continue;
     groups[{data.processes[k.process].host, k.comm_hash, k.seq}].push_back(&k);
   }
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
@@ -59,8 +59,9 @@ void measure_kernel_lateness(const LocalData& data, const std::vector<CommWindow
       const KernelStartRecord* prev = list[i - 1];
       const KernelStartRecord* cur = list[i];
       if ((!cur->is_p2p && cur->seq < min_seq_of(cur->comm_hash)) || prev->stop_gpu_clk_ns == 0 ||
-          prev->stop_gpu_clk_ns < prev->start_gpu_clk_ns || cur->start_gpu_clk_ns <= prev->stop_gpu_clk_ns)
-        continue;  // outside the window, no stop recorded, or overlapping streams
+          prev->stop_gpu_clk_ns < prev->start_gpu_clk_ns || cur->start_gpu_clk_ns <= prev->stop_gpu_clk_ns ||
+          prev->window_unknown || cur->window_unknown)
+        continue;  // outside the window, no stop recorded, overlapping streams, or not the kernel's window
       auto it = by_rank.find({cur->comm_hash, cur->rank});
       if (it == by_rank.end()) continue;
       it->second->gap_sum_ns += cur->start_gpu_clk_ns - prev->stop_gpu_clk_ns;
@@ -120,7 +121,8 @@ void measure_busy_time(const LocalData& data, const std::vector<CommWindow>& win
   };
   std::set<std::pair<uint64_t, int32_t>> kernel_timed;
   for (const KernelStartRecord& k : data.kernel_starts) {
-    if (k.stop_gpu_clk_ns <= k.start_gpu_clk_ns || !in_window(k.comm_hash, k.seq, k.is_p2p)) continue;
+    if (k.stop_gpu_clk_ns <= k.start_gpu_clk_ns || k.window_unknown || !in_window(k.comm_hash, k.seq, k.is_p2p))
+      continue;
     auto it = by_rank.find({k.comm_hash, k.rank});
     if (it == by_rank.end()) continue;
     it->second->busy_sum_ns += k.stop_gpu_clk_ns - k.start_gpu_clk_ns;

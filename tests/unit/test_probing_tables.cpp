@@ -115,14 +115,22 @@ TEST_P(ProbingTables, CollPerfRowsAreTheKernelClock) {
       "1765223116930000000,3,0,0,3,12715772615376301750,8,AllReduce,5,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,2000000,15000,kernel_gpu,2.097152,0\n"
       "1765223116950000000,3,0,0,3,12715772615376301750,8,AllReduce,6,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,2500000,15000,kernel_gpu,1.6777216,0\n"
       "1765223116960000000,3,0,0,3,12715772615376301750,8,Send,0,1,4,1024,4096,ncclFloat32,,SIMPLE,1,300000,9000,proxy,0.013653,0\n"
-      "1765223116970000000,3,0,0,3,12715772615376301750,8,AllReduce,7,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,0,15000,enqueue,0,0\n";
+      "1765223116970000000,3,0,0,3,12715772615376301750,8,AllReduce,7,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,0,15000,enqueue,0,0\n"
+      "1765223116980000000,3,0,0,3,12715772615376301750,8,AllReduce,8,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,900000,15000,kernel_ch,4.6,3\n"
+      "1765223116990000000,3,0,0,3,12715772615376301750,8,AllReduce,9,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,40000,15000,enqueue,104.8,0\n";
   LocalData d = read(text);
   const InputReport& in = d.inputs.at(0);
   EXPECT_EQ(in.error, "");
   EXPECT_EQ(in.layout, "coll_perf");
-  EXPECT_EQ(in.records, 3u);
+  EXPECT_EQ(in.records, 5u);
   EXPECT_EQ(reason(d, "coll_perf row without a valid exec_time_ns"), 1u);
-  ASSERT_EQ(d.kernel_starts.size(), 3u);
+  ASSERT_EQ(d.kernel_starts.size(), 5u);
+  // Only the kernel's own events time it: the proxy ops' window, a row that lost child events
+  // and the host's enqueue call order the GPU's kernels but are no kernel window.
+  const std::vector<int> unknown = {d.kernel_starts[0].window_unknown, d.kernel_starts[1].window_unknown,
+                                    d.kernel_starts[2].window_unknown, d.kernel_starts[3].window_unknown,
+                                    d.kernel_starts[4].window_unknown};
+  EXPECT_EQ(unknown, (std::vector<int>{0, 0, 1, 1, 1}));
   const KernelStartRecord& k = d.kernel_starts[0];
   EXPECT_EQ(k.comm_hash, 12715772615376301750ull);
   EXPECT_EQ(k.seq, 5u);
@@ -132,12 +140,16 @@ TEST_P(ProbingTables, CollPerfRowsAreTheKernelClock) {
   EXPECT_EQ(k.stop_gpu_clk_ns, 1765223116930000000ull);
   EXPECT_EQ(d.kernel_starts[2].is_p2p, 1);
   ASSERT_EQ(d.comm_ranks.size(), 1u);
-  EXPECT_EQ(d.comm_ranks[0].newest_seq, 6u);
+  EXPECT_EQ(d.comm_ranks[0].newest_seq, 9u);
   EXPECT_EQ(d.processes.at(k.process).rank, 3);
-  ASSERT_EQ(in.notes.size(), 1u);
+  ASSERT_EQ(in.notes.size(), 2u);
   EXPECT_EQ(in.notes[0],
             "kernel clock taken from coll_perf: start = ts - exec_time_ns, stop = ts (timing_source "
-            "kernel_gpu,proxy)");
+            "kernel_gpu,proxy,kernel_ch,enqueue)");
+  EXPECT_EQ(in.notes[1],
+            "3 coll_perf row(s) without the kernel's window (timing_source proxy or enqueue, or "
+            "pool_events_dropped > 0): they order their GPU's kernels, but no gap, start or busy time is taken "
+            "from them");
 }
 
 TEST_P(ProbingTables, CollPerfWithBlankSequenceCountsForGapsOnly) {
