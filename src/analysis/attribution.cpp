@@ -164,6 +164,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   offer_unexplained_send_gpu_wait(obs, context, roles, facts.edges, own_delay, evidence, out.notes);
   offer_kernel_lateness(own_delay, evidence);
   offer_slow_queue_pairs(obs, facts.edges, evidence);
+  note_untimed_wires(obs, facts.edges, out.notes);
   mark_hangs(obs, context, in_flight, evidence);
   std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);

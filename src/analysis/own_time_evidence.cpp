@@ -213,4 +213,20 @@ void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts
     evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer, q.margin);
 }
 
+void note_untimed_wires(const Observations& obs, const std::vector<EdgeFacts>& facts, std::vector<std::string>& notes) {
+  bool sends = false;
+  for (const EdgeFacts& f : facts) {
+    if (f.view.wire_ns > 0 || f.view.send_wait_min_ns > 0) return;  // timed step by step
+    sends |= f.view.has_send && f.src != f.dst;
+  }
+  for (const QpObservation& q : obs.qps)
+    if (q.wr_length > 0 && q.idle_sends >= kMinIdleSends) return;
+  if (sends)
+    notes.push_back("no wire timing (the steps of NCCL traces, nccl.net_qp): links are judged by their SendWait "
+                    "sums, which a send queued behind others lengthens as a slow wire does, so a link slower by "
+                    "less than that queueing stays hidden among healthy ones; export nccl.net_qp (probing's mask "
+                    "bit 128) to time each queue pair's sends that found it idle (docs/accuracy.md, \"Slow wires "
+                    "from nccl.net_qp\")");
+}
+
 }  // namespace culprit

@@ -7,7 +7,8 @@
 //     (unexplained_send_gpu_wait.hpp), collective connections only;
 //   - slow wires (slow_wire.hpp): network_link at the sender, towards the receiver; without
 //     wire timing, SendWait beyond its peers' (send_wait_peers.hpp) likewise;
-//   - queue pairs well under the job's wire speed (queue_pair_wires.hpp): network_link.
+//   - queue pairs whose idle sends take longer than their peers' (queue_pair_wires.hpp):
+//     network_link; where no wire is timed at all, a note says what that hides.
 #pragma once
 
 #include <string>
@@ -49,5 +50,10 @@ void offer_slow_wires(const Observations& observations, const std::vector<EdgeFa
 // process's slowest outbound connection.
 void offer_slow_queue_pairs(const Observations& observations, const std::vector<EdgeFacts>& facts,
                             std::vector<Evidence>& evidence);
+
+// Notes, where connections send but neither steps (NCCL traces) nor queue pairs with idle sends
+// (nccl.net_qp) time any wire, that links are judged by their SendWait sums alone.
+void note_untimed_wires(const Observations& observations, const std::vector<EdgeFacts>& facts,
+                        std::vector<std::string>& notes);
 
 }  // namespace culprit

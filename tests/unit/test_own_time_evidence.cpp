@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/own_time_evidence.hpp"
+#include "analysis/queue_pair_wires.hpp"
 #include "pass_fixtures.hpp"
 
 namespace culprit {
@@ -244,6 +245,31 @@ TEST(OwnTimeEvidence, ASlowQueuePairIsANetworkLinkTowardsItsSlowestSend) {
   ASSERT_TRUE(evidence[3].peer.has_value());
   EXPECT_EQ(*evidence[3].peer, 2u);
   for (uint32_t p : {0u, 1u, 2u}) EXPECT_FALSE(evidence[p].any());
+}
+
+// Without per-step timing or queue pairs, the report says how links are judged and what to export.
+TEST(OwnTimeEvidence, WiresTimedByNothingButSumsAreNoted) {
+  Facts f;
+  f.add(0, 1);
+  f.add(1, 0);
+  std::vector<std::string> notes;
+  note_untimed_wires(f.obs, f.facts, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].rfind("no wire timing", 0), 0u);
+  EXPECT_NE(notes[0].find("export nccl.net_qp"), std::string::npos);
+
+  // Queue pairs with idle sends time the wires: nothing to say.
+  QpObservation q{0, 0, 42, 100, 100 * 65536, 0, 65536, kMinIdleSends, 0, 0};
+  f.obs.qps.push_back(q);
+  notes.clear();
+  note_untimed_wires(f.obs, f.facts, notes);
+  EXPECT_TRUE(notes.empty());
+
+  // Nor where the steps time them (NCCL traces).
+  f.obs.qps.clear();
+  f.facts[0].view.wire_ns = 40000;
+  note_untimed_wires(f.obs, f.facts, notes);
+  EXPECT_TRUE(notes.empty());
 }
 
 }  // namespace
