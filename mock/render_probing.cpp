@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "mock/records.hpp"
 #include "mock/sim_internal.hpp"
@@ -264,6 +265,29 @@ class HostExport {
     return w.finish();
   }
 
+  // How long the host spent in the NCCL call of one operation (probing's enqueue_time_ns: its
+  // collective's start to stop event on the host), a few microseconds.
+  double enqueue_call_ns(const OperationRecord& rec) const {
+    return 3000 + 4000 * unit(mix(sim_.scenario().seed, uint64_t(rec.index), uint64_t(rec.col.rank), 0x656e7175ull));
+  }
+
+  // Per operation (collectives() index), the window of the recording rank's own proxy ops: from
+  // the first one's progress to the last one's end.
+  std::map<int, std::pair<double, double>> proxy_windows() const {
+    std::map<int, std::pair<double, double>> windows;
+    for (const ProxyOpRecord& rec : t_.proxy_ops) {
+      const SimProxyOp& op = rec.op;
+      const OperationRecord* task = t_.operation(op.task);
+      if (!task || task->col.rank != op.rank || !std::isfinite(op.end_ns)) continue;
+      auto [it, added] = windows.emplace(op.task, std::make_pair(op.progress_ns, op.end_ns));
+      if (!added) it->second = {std::min(it->second.first, op.progress_ns), std::max(it->second.second, op.end_ns)};
+    }
+    return windows;
+  }
+
+  // One row per completed operation. Timed by the kernel (timing_source kernel_gpu), or, as
+  // probing does without kernel events (`coll_perf_proxy`), by the rank's proxy ops where it has
+  // any and else by the host's enqueue call.
   std::string coll_perf() const {
     TableWriter w(how_.json,
                   with_tags({"ts", "rank", "tp_rank", "pp_rank", "dp_rank", "comm_hash", "n_ranks", "coll_func", "seq",
@@ -271,13 +295,28 @@ class HostExport {
                              "exec_time_ns", "enqueue_time_ns", "timing_source", "algobw_gbps", "pool_events_dropped"},
                             how_.tags));
     const uint64_t bytes = sim_.scenario().bytes;
+    const std::map<int, std::pair<double, double>> proxies =
+        how_.coll_perf_proxy ? proxy_windows() : std::map<int, std::pair<double, double>>{};
     for (const OperationRecord& rec : t_.operations) {
       const SimCollective& c = rec.col;
       if (!(c.end_ns < dump_ns_) || c.channel_end_ns.empty()) continue;
-      const double stop = *std::max_element(c.channel_end_ns.begin(), c.channel_end_ns.end());
+      double stop = *std::max_element(c.channel_end_ns.begin(), c.channel_end_ns.end());
       if (!(stop < dump_ns_) || !(c.kernel_start_ns <= stop)) continue;
+      double start = c.kernel_start_ns;
+      std::string source = "kernel_gpu";
+      if (how_.coll_perf_proxy) {
+        auto window = proxies.find(rec.index);
+        if (window != proxies.end()) {
+          std::tie(start, stop) = window->second;
+          source = "proxy";
+        } else {
+          start = c.enqueue_ns;
+          stop = c.enqueue_ns + enqueue_call_ns(rec);
+          source = "enqueue";
+        }
+      }
       const bool p2p = c.name == "Send" || c.name == "Recv";
-      const double exec = stop - c.kernel_start_ns;
+      const double exec = stop - start;
       w.begin_row();
       w.i64(epoch_ns(stop));
       w.i64(c.comm_rank);
@@ -295,12 +334,8 @@ class HostExport {
       w.text(p2p || sim_.scenario().proto == "simple" ? "Simple" : protocol_name(sim_.scenario().proto));
       w.i64(static_cast<int64_t>(c.channels.empty() ? c.channel_end_ns.size() : c.channels.size()));
       w.i64(std::llround(exec));
-      // probing's enqueue_time_ns is how long the host spent in the NCCL call (the collective's
-      // start to stop event on the host), a few microseconds: not how long before its kernel it
-      // was enqueued.
-      w.i64(std::llround(3000 + 4000 * unit(mix(sim_.scenario().seed, uint64_t(rec.index), uint64_t(c.rank),
-                                                 0x656e7175ull))));
-      w.text("kernel_gpu");
+      w.i64(std::llround(enqueue_call_ns(rec)));
+      w.text(source);
       w.real(exec > 0 ? static_cast<double>(bytes) / exec : 0.0);  // bytes per ns = GB/s
       w.i64(0);  // no child event lost: the simulator has no event pool
       federation(w, c.rank);
@@ -332,6 +367,7 @@ ProbingExport parse_probing_format(const std::string& format) {
     else if (opt == "blank") how.unsigned_cells = UnsignedCells::kBlank;
     else if (opt == "cast") how.unsigned_cells = UnsignedCells::kCastSigned;
     else if (opt == "coll_perf") how.coll_perf = true;
+    else if (opt == "coll_perf_proxy") how.coll_perf = how.coll_perf_proxy = true;
     else if (opt == "net_qp") how.net_qp = true;
     else if (opt == "no_proxy_ops") how.proxy_ops = false;
     else if (opt == "no_inflight") how.inflight_ops = false;

@@ -29,12 +29,14 @@ struct ProbingExport {
   bool proxy_ops = true;
   bool inflight_ops = true;          // written only when some operation is alive at the dump
   bool coll_perf = false;
+  bool coll_perf_proxy = false;      // coll_perf timed as without kernel events: proxy ops, else enqueue
   bool net_qp = false;               // IB work requests (NCCL's net plugin events, probing's mask bit 128)
 };
 
 // Parses `mock --format`: "probing-csv" or "probing-json", then options joined by '+':
 // untagged, blank (unsigned cells empty/null), cast (CAST AS BIGINT), coll_perf and net_qp (add
-// the table), no_proxy_ops, no_inflight. Throws std::invalid_argument on anything else.
+// the table), coll_perf_proxy (coll_perf timed as probing does without kernel events: by the
+// rank's proxy ops, else the host's enqueue call), no_proxy_ops, no_inflight. Throws std::invalid_argument on anything else.
 ProbingExport parse_probing_format(const std::string& format);
 
 // The export files of one host: proxy_ops.{csv,json}, inflight_ops.*, coll_perf.*, net_qp.*.

@@ -107,7 +107,8 @@ UNIT_FAULTS = {
 PROBING_FORMATS = ["probing-csv", "probing-json", "probing-csv+untagged", "probing-csv+blank", "probing-json+blank",
                    "probing-csv+cast", "probing-json+cast", "probing-csv+coll_perf", "probing-json+coll_perf",
                    "probing-csv+no_proxy_ops", "probing-csv+no_inflight", "probing-json+untagged+blank+coll_perf",
-                   "probing-csv+untagged+cast+coll_perf+no_inflight", "probing-csv+net_qp", "probing-json+net_qp"]
+                   "probing-csv+untagged+cast+coll_perf+no_inflight", "probing-csv+net_qp", "probing-json+net_qp",
+                   "probing-csv+coll_perf_proxy"]
 FR_FORMATS = ["flight-recorder", "flight-recorder+json", "flight-recorder+v1.0", "flight-recorder+v2.2",
               "flight-recorder+json+v2.10", "flight-recorder+json+v1.0", "flight-recorder+all",
               "flight-recorder+all+buffer=3", "flight-recorder+json+all+buffer=5", "flight-recorder+missing=6",

@@ -123,6 +123,24 @@ TEST(RenderProbing, CollPerfGivesEachRanksKernelWindow) {
   for (const KernelStartRecord& k : d.kernel_starts) EXPECT_LT(k.start_gpu_clk_ns, k.stop_gpu_clk_ns);
 }
 
+// Without kernel events probing times coll_perf by the rank's proxy ops, or by the host's
+// enqueue call where it has none (NVLink only): the reader keeps such rows but takes no
+// kernel window from them.
+TEST(RenderProbing, CollPerfTimedWithoutKernelEventsGivesNoKernelWindow) {
+  // One channel: two GPUs of each node are its network entry and exit, two only NVLink.
+  mock::Simulation sim(mock::Scenario::parse("topology=ring,nodes=4,gpus=4,channels=1,seqs=6,bytes=4M"));
+  auto files = mock::render_host_probing(sim, 0, mock::parse_probing_format("probing-csv+coll_perf_proxy"));
+  const mock::RenderedFile* f = file_named(files, "coll_perf.csv");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->content.find(",proxy,"), std::string::npos);    // GPUs with network connections
+  EXPECT_NE(f->content.find(",enqueue,"), std::string::npos);  // GPUs inside the node
+  EXPECT_EQ(f->content.find(",kernel_gpu,"), std::string::npos);
+  LocalData d;
+  read_probing_csv_buffer(f->content, "coll_perf.csv", "node000", d);
+  ASSERT_EQ(d.kernel_starts.size(), 4u * 6u);
+  for (const KernelStartRecord& k : d.kernel_starts) EXPECT_EQ(k.window_unknown, 1);
+}
+
 // probing's enqueue_time_ns is the host's time inside the NCCL call (its collective's start to
 // stop event), a few microseconds however far ahead of its GPU the host ran.
 TEST(RenderProbing, CollPerfEnqueueTimeIsTheHostsCallNotItsLeadOnTheKernel) {
