@@ -36,7 +36,8 @@ struct ProbingExport {
 // Parses `mock --format`: "probing-csv" or "probing-json", then options joined by '+':
 // untagged, blank (unsigned cells empty/null), cast (CAST AS BIGINT), coll_perf and net_qp (add
 // the table), coll_perf_proxy (coll_perf timed as probing does without kernel events: by the
-// rank's proxy ops, else the host's enqueue call), no_proxy_ops, no_inflight. Throws std::invalid_argument on anything else.
+// rank's proxy ops, else the host's enqueue call), no_proxy_ops, no_inflight. Throws
+// std::invalid_argument on anything else.
 ProbingExport parse_probing_format(const std::string& format);
 
 // The export files of one host: proxy_ops.{csv,json}, inflight_ops.*, coll_perf.*, net_qp.*.
