@@ -194,6 +194,7 @@ void LocalData::absorb(LocalData&& other) {
   }
   for (const QpStat& q : other.qp_stats)
     qp_stat(q.host, q.rank, q.device, q.qp_num, remap[q.process]).merge(q);
+  ranks_losing_events.insert(other.ranks_losing_events.begin(), other.ranks_losing_events.end());
   other = LocalData();
 }
 

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/flight_recorder_records.hpp"
@@ -127,6 +129,9 @@ class LocalData {
   std::vector<HandoffLine> handoffs;  // per-step traces' collective proxy ops
   std::vector<InputReport> inputs;
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
+  // (host, rank) whose profiler dropped events or rows (probing's nccl.profiler_counters): their
+  // tables miss rows, and a work request missing between two others makes a queued send look idle.
+  std::set<std::pair<std::string, int32_t>> ranks_losing_events;
   std::vector<P2pCallCount> p2p_calls;  // per (process, comm, rank, peer, direction)
   std::vector<InflightRecord> inflight;  // probing nccl.inflight_ops: ops alive at a snapshot
   // PyTorch Flight Recorder dumps: per (rank, process group) state, members, ring entries.

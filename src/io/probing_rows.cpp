@@ -51,6 +51,9 @@ constexpr NamedColumn kColumnNames[] = {
     {"exec_time_ns", kColExecTime},
     {"timing_source", kColTimingSource},
     {"pool_events_dropped", kColPoolDropped},
+    {"pool_exhausted", kColPoolExhausted},
+    {"write_errors", kColWriteErrors},
+    {"ring_rows_overwritten", kColRowsOverwritten},
 };
 
 enum Reason : int {
@@ -68,6 +71,7 @@ enum Reason : int {
   kBadAge,
   kBadTs,
   kBadExecTime,
+  kBadPoolExhausted,
   kOtherCommunicator,
   kReasonCount,
 };
@@ -87,6 +91,7 @@ constexpr std::array<const char*, kReasonCount> kReasonText = {
     "inflight_ops row without a valid age_ns",
     "coll_perf row without a valid ts",
     "coll_perf row without a valid exec_time_ns",
+    "profiler_counters row without a valid pool_exhausted",
     "row of a second communicator: without pid, _rank or tp/pp/dp its ranks name no process",
 };
 
@@ -96,6 +101,7 @@ const char* table_name(ProbingTable t) {
     case ProbingTable::kNetQp: return "net_qp";
     case ProbingTable::kInflightOps: return "inflight_ops";
     case ProbingTable::kCollPerf: return "coll_perf";
+    case ProbingTable::kProfilerCounters: return "profiler_counters";
     default: return "";
   }
 }
@@ -137,6 +143,7 @@ ProbingTable probing_table_of(const ProbingColumns& c) {
   if (has(kColCommHash) && has(kColPeer) && has(kColIsSend) && has(kColChannel))
     return ProbingTable::kProxyOps;
   if (has(kColQpNum) && has(kColDuration)) return ProbingTable::kNetQp;
+  if (has(kColPoolExhausted)) return ProbingTable::kProfilerCounters;
   return ProbingTable::kUnknown;
 }
 
@@ -187,7 +194,7 @@ bool ProbingRows::set_columns(const ProbingColumns& columns) {
     if (table == ProbingTable::kUnknown) {
       report_.error = std::string(syntax_) +
                       " columns are none of nccl.proxy_ops (rank, comm_hash, channel_id, peer, "
-                      "is_send), nccl.net_qp, nccl.inflight_ops, nccl.coll_perf";
+                      "is_send), nccl.net_qp, nccl.inflight_ops, nccl.coll_perf, nccl.profiler_counters";
       return false;
     }
     table_ = table;
@@ -199,6 +206,7 @@ bool ProbingRows::set_columns(const ProbingColumns& columns) {
     case ProbingTable::kNetQp: needed = {kColRank, kColQpNum, kColDuration}; break;
     case ProbingTable::kInflightOps: needed = {kColRank, kColCommHash, kColKind, kColAge}; break;
     case ProbingTable::kCollPerf: needed = {kColRank, kColCommHash, kColTs, kColExecTime}; break;
+    case ProbingTable::kProfilerCounters: needed = {kColRank, kColPoolExhausted}; break;
     default: break;
   }
   min_cells_ = 0;
@@ -219,6 +227,7 @@ void ProbingRows::row(const std::string_view* cells, size_t n) {
     case ProbingTable::kNetQp: net_qp_row(); break;
     case ProbingTable::kInflightOps: inflight_row(); break;
     case ProbingTable::kCollPerf: coll_perf_row(); break;
+    case ProbingTable::kProfilerCounters: profiler_counters_row(); break;
     default: break;
   }
 }
@@ -457,6 +466,23 @@ void ProbingRows::coll_perf_row() {
   data_.kernel_starts.push_back(k);
 }
 
+// A rank's profiler counters: it names no process of its own (a rank with no other row is no
+// process of the job), only what that rank's tables may miss.
+void ProbingRows::profiler_counters_row() {
+  int32_t rank = -1;
+  if (!read_rank(&rank)) return;
+  uint64_t exhausted = 0, errors = 0, overwritten = 0;
+  if (!parse_u64(cell(kColPoolExhausted), &exhausted)) {
+    ++reasons_[kBadPoolExhausted];
+    return;
+  }
+  if (!parse_u64(cell(kColWriteErrors), &errors)) errors = 0;  // an older table without it
+  if (!parse_u64(cell(kColRowsOverwritten), &overwritten)) overwritten = 0;
+  const std::string_view tagged = cell(kColHost);
+  counters_.add(tagged.empty() ? host_ : std::string(tagged), rank, exhausted, errors, overwritten);
+  ++kept_rows_;
+}
+
 // The process of identity `id` for a row of communicator `comm`, added on first use; -1
 // when the row cannot be placed (a second communicator without anything naming processes).
 int64_t ProbingRows::place(uint32_t id, uint64_t comm) {
@@ -626,6 +652,9 @@ void ProbingRows::finish() {
     merge_inflight();
   } else if (table_ == ProbingTable::kNetQp) {
     for (QpStat& q : data_.qp_stats) q.fold_idle_sends();
+  } else if (table_ == ProbingTable::kProfilerCounters) {
+    for (const auto& who : counters_.losing_ranks()) data_.ranks_losing_events.insert(who);
+    for (std::string& note : counters_.notes()) extra_notes_.push_back(std::move(note));
   }
   note_members();
   report_.records += kept_rows_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/local_data.hpp"
+#include "io/profiler_counters.hpp"
 
 namespace culprit {
 
@@ -26,6 +27,7 @@ enum ProbingColumn : int {
   kColDevice, kColQpNum, kColLength, kColDuration,
   kColKind, kColAge,
   kColIsP2p, kColExecTime, kColTimingSource, kColPoolDropped,
+  kColPoolExhausted, kColWriteErrors, kColRowsOverwritten,
   kProbingColumnCount,
 };
 
@@ -35,7 +37,7 @@ int probing_column(std::string_view name);
 // Where each column is in a row's cells; -1: the file has no such column.
 using ProbingColumns = std::array<int, kProbingColumnCount>;
 
-enum class ProbingTable : uint8_t { kUnknown, kProxyOps, kNetQp, kInflightOps, kCollPerf };
+enum class ProbingTable : uint8_t { kUnknown, kProxyOps, kNetQp, kInflightOps, kCollPerf, kProfilerCounters };
 
 // The table whose columns these are (kUnknown when none).
 ProbingTable probing_table_of(const ProbingColumns& columns);
@@ -104,6 +106,7 @@ class ProbingRows {
   void net_qp_row();
   void inflight_row();
   void coll_perf_row();
+  void profiler_counters_row();
 
   int64_t place(uint32_t id, uint64_t comm);
   template <class Record> void place_all(std::vector<Record>& records, size_t begin);
@@ -169,6 +172,7 @@ class ProbingRows {
   bool blank_comm_ = false, negative_comm_ = false, blank_seq_ = false, blank_bytes_ = false;
   std::vector<std::string> timing_sources_;
   uint64_t windows_unknown_ = 0;  // coll_perf rows whose window is not the kernel's
+  ProfilerCounterTally counters_;  // nccl.profiler_counters: what each rank's profiler lost
   std::vector<std::string> extra_notes_;
   std::array<uint64_t, 16> reasons_{};
 };

@@ -178,10 +178,19 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   std::set<std::tuple<uint64_t, int32_t, int32_t, int32_t, int32_t>> members;
   for (const FrMemberRun& m : data.fr_members)
     if (members.insert({m.group, m.first_group_rank, m.first_rank, m.stride, m.count}).second) s.fr_members.push_back(m);
-  for (const QpStat& q : data.qp_stats)
-    s.qps.push_back(
-        {q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns, q.wr_length, q.idle_sends, q.idle_log_ns_sum,
-         q.idle_log_ns_sq_sum});
+  for (const QpStat& q : data.qp_stats) {
+    // A rank whose profiler dropped events may miss a work request between two others: the
+    // later one would look idle, its queueing taken for its wire. It gives no idle sends.
+    const bool complete = !data.ranks_losing_events.count({q.host, q.rank});
+    QpObservation o{q.process, q.device, q.qp_num, q.count, q.bytes, q.sum_ns, 0, 0, 0, 0};
+    if (complete) {
+      o.wr_length = q.wr_length;
+      o.idle_sends = q.idle_sends;
+      o.idle_log_ns_sum = q.idle_log_ns_sum;
+      o.idle_log_ns_sq_sum = q.idle_log_ns_sq_sum;
+    }
+    s.qps.push_back(o);
+  }
   return result;
 }
 

@@ -171,7 +171,7 @@ TEST(ProbingCsv, FilesWithoutUsableRowsAreErrors) {
   EXPECT_EQ(read("").inputs[0].error, "empty CSV file");
   EXPECT_EQ(read("a,b,c\n1,2,3\n").inputs[0].error,
             "CSV columns are none of nccl.proxy_ops (rank, comm_hash, channel_id, peer, is_send), "
-            "nccl.net_qp, nccl.inflight_ops, nccl.coll_perf");
+            "nccl.net_qp, nccl.inflight_ops, nccl.coll_perf, nccl.profiler_counters");
   LocalData bad = read(std::string(kHeader) + "\n1,x,0\n");
   EXPECT_EQ(bad.inputs[0].error, "no usable nccl.proxy_ops row");
   EXPECT_EQ(bad.inputs[0].rejected, 1u);

@@ -191,7 +191,7 @@ TEST(ProbingJson, FilesThatAreNoExport) {
   EXPECT_EQ(read_json("42").inputs[0].error, "not a probing JSON export (an array of row objects)");
   EXPECT_EQ(read_json("[{\"a\": 1}, {\"a\": 2}]").inputs[0].error,
             "JSON columns are none of nccl.proxy_ops (rank, comm_hash, channel_id, peer, is_send), "
-            "nccl.net_qp, nccl.inflight_ops, nccl.coll_perf");
+            "nccl.net_qp, nccl.inflight_ops, nccl.coll_perf, nccl.profiler_counters");
   LocalData mixed = read_json("[1, \"x\", [2], {\"rank\": 0, \"qp_num\": 5, \"duration_ns\": 10}]");
   EXPECT_EQ(mixed.inputs[0].records, 1u);
   EXPECT_EQ(mixed.inputs[0].reject_reasons.at("JSON array element that is not a row object"), 3u);

@@ -1,0 +1,61 @@
+#include "io/profiler_counters.hpp"
+
+#include <algorithm>
+
+namespace culprit {
+namespace {
+
+// "host:rank (count), ..." for the ranks with a non-zero count, at most `most`, then how many more.
+template <class Count>
+std::string named(const std::map<std::pair<std::string, int32_t>, Count>& of, uint64_t Count::*field, size_t most) {
+  std::string text;
+  size_t shown = 0, more = 0;
+  for (const auto& [who, counts] : of) {
+    if (counts.*field == 0) continue;
+    if (shown == most) {
+      ++more;
+      continue;
+    }
+    text += (shown++ ? ", " : "") + who.first + " rank " + std::to_string(who.second) + " (" +
+            std::to_string(counts.*field) + ")";
+  }
+  if (more) text += " and " + std::to_string(more) + " more";
+  return text;
+}
+
+}  // namespace
+
+void ProfilerCounterTally::add(const std::string& host, int32_t rank, uint64_t pool_exhausted, uint64_t write_errors,
+                               uint64_t rows_overwritten) {
+  Counts& c = of_[{host, rank}];
+  c.pool_exhausted = std::max(c.pool_exhausted, pool_exhausted);
+  c.write_errors = std::max(c.write_errors, write_errors);
+  c.rows_overwritten = std::max(c.rows_overwritten, rows_overwritten);
+}
+
+std::set<std::pair<std::string, int32_t>> ProfilerCounterTally::losing_ranks() const {
+  std::set<std::pair<std::string, int32_t>> ranks;
+  for (const auto& [who, c] : of_)
+    if (c.pool_exhausted > 0 || c.write_errors > 0) ranks.insert(who);
+  return ranks;
+}
+
+std::vector<std::string> ProfilerCounterTally::notes() const {
+  std::vector<std::string> notes;
+  const std::string exhausted = named(of_, &Counts::pool_exhausted, kMaxNamed);
+  if (!exhausted.empty())
+    notes.push_back("probing's event pool ran out on " + exhausted +
+                    ": events of those ranks were dropped and their tables miss rows (waits, work requests, kernel "
+                    "windows); their queue pairs are left out of the idle-send test");
+  const std::string errors = named(of_, &Counts::write_errors, kMaxNamed);
+  if (!errors.empty())
+    notes.push_back("probing could not write rows of " + errors +
+                    ": their tables miss rows; their queue pairs are left out of the idle-send test");
+  const std::string overwritten = named(of_, &Counts::rows_overwritten, kMaxNamed);
+  if (!overwritten.empty())
+    notes.push_back("probing's ring buffer overwrote the oldest rows of " + overwritten +
+                    ": their tables hold the newest rows only");
+  return notes;
+}
+
+}  // namespace culprit
