@@ -64,7 +64,7 @@ struct InputReport {
 
 // Durations of IB work requests of one queue pair as probing's `nccl.net_qp` table records
 // them (FORMATS.md §3), summed per (host, rank, device, qp_num): evidence about the wire of
-// a process, usable for `network_link` (a QP much slower than the node's others).
+// a process, usable for `network_link` (a QP whose idle sends take longer than its peers').
 struct QpStat {
   static constexpr int kBuckets = 48;  // log2 buckets of duration_ns: [2^k, 2^(k+1))
 

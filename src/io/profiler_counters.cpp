@@ -5,7 +5,7 @@
 namespace culprit {
 namespace {
 
-// "host:rank (count), ..." for the ranks with a non-zero count, at most `most`, then how many more.
+// "host rank R (count), ..." for the ranks with a non-zero count, at most `most`, then how many more.
 template <class Count>
 std::string named(const std::map<std::pair<std::string, int32_t>, Count>& of, uint64_t Count::*field, size_t most) {
   std::string text;
