@@ -635,9 +635,8 @@ void ProbingRows::write_notes() {
   }
   if (windows_unknown_ > 0)
     notes.push_back(std::to_string(windows_unknown_) +
-                    " coll_perf row(s) without the kernel's window (timing_source proxy or enqueue, or "
-                    "pool_events_dropped > 0): they order their GPU's kernels, but no gap, start or busy time is "
-                    "taken from them");
+                    " coll_perf row(s) timed by proxy ops or the enqueue call, or with pool_events_dropped > 0: no "
+                    "kernel window, they only order their GPU's kernels");
   for (std::string& n : extra_notes_) notes.push_back(std::move(n));
 }
 

@@ -5,7 +5,9 @@
 namespace culprit {
 namespace {
 
-// "host rank R (count), ..." for the ranks with a non-zero count, at most `most`, then how many more.
+// "rank R (count), ..." for the ranks with a non-zero count, at most `most`, then how many more.
+// Ranks are torch.distributed ranks, one per process of the job: the host is left out (a
+// `_host` tag is the file's text, of any length, and a note stays one short line).
 template <class Count>
 std::string named(const std::map<std::pair<std::string, int32_t>, Count>& of, uint64_t Count::*field, size_t most) {
   std::string text;
@@ -16,7 +18,7 @@ std::string named(const std::map<std::pair<std::string, int32_t>, Count>& of, ui
       ++more;
       continue;
     }
-    text += (shown++ ? ", " : "") + who.first + " rank " + std::to_string(who.second) + " (" +
+    text += std::string(shown++ ? ", " : "") + "rank " + std::to_string(who.second) + " (" +
             std::to_string(counts.*field) + ")";
   }
   if (more) text += " and " + std::to_string(more) + " more";
@@ -45,16 +47,13 @@ std::vector<std::string> ProfilerCounterTally::notes() const {
   const std::string exhausted = named(of_, &Counts::pool_exhausted, kMaxNamed);
   if (!exhausted.empty())
     notes.push_back("probing's event pool ran out on " + exhausted +
-                    ": events of those ranks were dropped and their tables miss rows (waits, work requests, kernel "
-                    "windows); their queue pairs are left out of the idle-send test");
+                    ": rows lost, queue pairs not judged by idle sends");
   const std::string errors = named(of_, &Counts::write_errors, kMaxNamed);
   if (!errors.empty())
-    notes.push_back("probing could not write rows of " + errors +
-                    ": their tables miss rows; their queue pairs are left out of the idle-send test");
+    notes.push_back("probing failed to write rows of " + errors + ": rows lost, queue pairs not judged by idle sends");
   const std::string overwritten = named(of_, &Counts::rows_overwritten, kMaxNamed);
   if (!overwritten.empty())
-    notes.push_back("probing's ring buffer overwrote the oldest rows of " + overwritten +
-                    ": their tables hold the newest rows only");
+    notes.push_back("probing's ring buffer overwrote old rows of " + overwritten + ": tables hold the newest only");
   return notes;
 }
 

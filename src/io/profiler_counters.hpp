@@ -22,10 +22,10 @@ class ProfilerCounterTally {
            uint64_t rows_overwritten);
   // The ranks (host, rank) whose profiler lost events or rows.
   std::set<std::pair<std::string, int32_t>> losing_ranks() const;
-  // One note per kind of loss seen, naming up to kMaxNamed ranks.
+  // One note per kind of loss seen, naming up to kMaxNamed ranks (each under 180 characters).
   std::vector<std::string> notes() const;
 
-  static constexpr size_t kMaxNamed = 8;
+  static constexpr size_t kMaxNamed = 2;
 
  private:
   struct Counts {

@@ -147,9 +147,8 @@ TEST_P(ProbingTables, CollPerfRowsAreTheKernelClock) {
             "kernel clock taken from coll_perf: start = ts - exec_time_ns, stop = ts (timing_source "
             "kernel_gpu,proxy,kernel_ch,enqueue)");
   EXPECT_EQ(in.notes[1],
-            "3 coll_perf row(s) without the kernel's window (timing_source proxy or enqueue, or "
-            "pool_events_dropped > 0): they order their GPU's kernels, but no gap, start or busy time is taken "
-            "from them");
+            "3 coll_perf row(s) timed by proxy ops or the enqueue call, or with pool_events_dropped > 0: no kernel "
+            "window, they only order their GPU's kernels");
 }
 
 TEST_P(ProbingTables, CollPerfWithBlankSequenceCountsForGapsOnly) {
