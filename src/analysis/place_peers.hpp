@@ -73,6 +73,10 @@ struct PeerDepartures {
 // Fewest members of one place that measure a spread: three others.
 inline constexpr size_t kMinPlace = 4;
 
+// Links of one kind differ in speed by about this much (log scale): the prior spread of a
+// figure that times a wire (send_wait_peers.hpp, queue_pair_wires.hpp).
+inline constexpr double kLinkPriorSigma = 0.1;
+
 PeerDepartures peer_departures(std::span<const PeerFigure> figures);
 
 // A departure's t against its critical value at the tail probability `tail`.

@@ -10,9 +10,6 @@
 namespace culprit {
 namespace {
 
-// Links of one kind differ in speed by about this much (log scale), as in send_wait_peers.cpp.
-constexpr double kLinkPriorSigma = 0.1;
-
 double idle_log_ns(const QpObservation& q) { return q.idle_log_ns_sum / static_cast<double>(q.idle_sends); }
 
 // The variance of that mean from its own sends' jitter. Its peers' spread holds theirs at their

@@ -8,13 +8,6 @@
 #include "analysis/place_peers.hpp"
 
 namespace culprit {
-namespace {
-
-// Links of one kind differ in speed by about this much (log scale), as the bottleneck test's
-// prior (bottleneck_wires.hpp).
-constexpr double kLinkPriorSigma = 0.1;
-
-}  // namespace
 
 bool sets_the_pace(double quickest_op_ns, const CollectivePace& pace, double link_ratio) {
   return pace.step_ns > 0 && quickest_op_ns >= pace.step_ns && pace.step_ns >= link_ratio * pace.typical_send_wait_ns;

@@ -37,7 +37,7 @@ NodeSummary sample() {
   in.reject_reasons["malformed line"] = 2;
   in.notes = {"comm_hash blank: one unnamed communicator", "seq blank"};
   s.inputs = {in};
-  s.qps = {{1, 0, 77, 10, 4096, 12345}};
+  s.qps = {{1, 0, 77, 10, 4096, 12345, 2048, 6, 55.5, 520.25}};
   P2pCallCount p;
   p.comm_hash = 0x8000000000000001ull;
   p.calls = 17;
@@ -87,6 +87,11 @@ TEST(Exchange, PackUnpackKeepsEveryTable) {
   ASSERT_EQ(back.qps.size(), 1u);
   EXPECT_EQ(back.qps[0].qp_num, 77u);
   EXPECT_EQ(back.qps[0].sum_ns, 12345u);
+  // The idle-send test's figures travel too.
+  EXPECT_EQ(back.qps[0].wr_length, 2048u);
+  EXPECT_EQ(back.qps[0].idle_sends, 6u);
+  EXPECT_DOUBLE_EQ(back.qps[0].idle_log_ns_sum, 55.5);
+  EXPECT_DOUBLE_EQ(back.qps[0].idle_log_ns_sq_sum, 520.25);
   ASSERT_EQ(back.p2p_calls.size(), 1u);
   EXPECT_EQ(back.p2p_calls[0].comm_hash, 0x8000000000000001ull);
   EXPECT_EQ(back.p2p_calls[0].calls, 17u);
