@@ -1,13 +1,13 @@
 // Reader throughput and memory: generates NCCL example-profiler traces in several plugin
-// layouts and a probing nccl.proxy_ops CSV on disk (streamed in chunks, never held in
+// layouts and probing nccl.proxy_ops and nccl.net_qp CSVs on disk (streamed in chunks, never held in
 // memory), then reads each in a child process and prints MB/s per core and the child's peak
 // RSS. The first JSON file is the 1 GB input of the memory figure.
 //
 //   bench_parse [--dir DIR] [--mb-2.27 N] [--mb-old N] [--mb-2.28 N] [--mb-csv N]
-//               [--files N] [--keep]
+//               [--mb-net-qp N] [--files N] [--keep]
 //
-// Defaults: 1024 MB of 2.27 JSON, 256 MB each of 2.24-2.26 JSON, 2.28 JSON and CSV (1.75 GB
-// in all), written under $TMPDIR (or /tmp) and removed afterwards. --files N also reads the
+// Defaults: 1024 MB of 2.27 JSON, 256 MB each of 2.24-2.26 JSON, 2.28 JSON, proxy_ops CSV and
+// net_qp CSV (2 GB in all), written under $TMPDIR (or /tmp) and removed afterwards. --files N also reads the
 // 2.27 data split over N files with all cores (read_input_files).
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -290,6 +290,39 @@ uint64_t write_csv(const fs::path& path, uint64_t mb, uint64_t seed) {
   return w.bytes();
 }
 
+// probing's nccl.net_qp: one row per IB work request, as NCCL's IB transport reports them. 16
+// ranks with 4 queue pairs each post 512 KiB sends (opcode 1) and receives (no length, no
+// opcode) in turn; rows come in completion order, as probing's table fills.
+uint64_t write_net_qp_csv(const fs::path& path, uint64_t mb, uint64_t seed) {
+  Writer w(path);
+  Rng rng{seed | 1};
+  w.lit("ts,rank,device,qp_num,wr_id,opcode,length,duration_ns\n");
+  const uint64_t target = mb << 20;
+  uint64_t ts = 1765223116927674080ull;
+  for (uint64_t wr = 0; w.bytes() < target; ++wr) {
+    for (int rank = 0; rank < 16; ++rank) {
+      for (int qp = 0; qp < 4; ++qp) {
+        const bool send = (qp & 1) == 0;
+        w.u64(ts += 700);
+        w.lit(",");
+        w.u64(static_cast<uint64_t>(rank));
+        w.lit(",");
+        w.u64(static_cast<uint64_t>(qp / 2));
+        w.lit(",");
+        w.u64(static_cast<uint64_t>(1000 + rank * 4 + qp));
+        w.lit(",");
+        w.u64(wr);
+        w.lit(send ? ",1,524288," : ",,,");
+        w.u64(40000 + rng.next() % 20000);
+        w.lit("\n");
+      }
+    }
+    w.maybe_flush();
+  }
+  w.close_and_sync(path);
+  return w.bytes();
+}
+
 double tv_seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec * 1e-6; }
 
 struct Measure {
@@ -350,7 +383,7 @@ void print(const char* label, uint64_t bytes, const Measure& m, unsigned threads
 int main(int argc, char** argv) {
   const char* tmp = std::getenv("TMPDIR");
   fs::path dir = fs::path(tmp && *tmp ? tmp : "/tmp") / ("culprit_bench_parse_" + std::to_string(getpid()));
-  uint64_t mb227 = 1024, mb_old = 256, mb228 = 256, mb_csv = 256;
+  uint64_t mb227 = 1024, mb_old = 256, mb228 = 256, mb_csv = 256, mb_net_qp = 256;
   unsigned files = 0;
   bool keep = false;
   for (int i = 1; i < argc; ++i) {
@@ -364,10 +397,13 @@ int main(int argc, char** argv) {
     else if (a == "--mb-old") mb_old = num();
     else if (a == "--mb-2.28") mb228 = num();
     else if (a == "--mb-csv") mb_csv = num();
+    else if (a == "--mb-net-qp") mb_net_qp = num();
     else if (a == "--files") files = static_cast<unsigned>(num());
     else if (a == "--keep") keep = true;
     else {
-      std::fprintf(stderr, "usage: bench_parse [--dir DIR] [--mb-2.27 N] [--mb-old N] [--mb-2.28 N] [--mb-csv N] [--files N] [--keep]\n");
+      std::fprintf(stderr,
+                   "usage: bench_parse [--dir DIR] [--mb-2.27 N] [--mb-old N] [--mb-2.28 N] [--mb-csv N] "
+                   "[--mb-net-qp N] [--files N] [--keep]\n");
       return 2;
     }
   }
@@ -393,6 +429,14 @@ int main(int argc, char** argv) {
       total += bytes;
       Measure m = in_child([&](LocalData& d) { read_probing_csv_file(p.string(), "hostA", d); });
       print("probing-csv proxy_ops", bytes, m, 1);
+      fs::remove(p);
+    }
+    if (mb_net_qp > 0) {
+      fs::path p = dir / "net_qp.csv";
+      uint64_t bytes = write_net_qp_csv(p, mb_net_qp, 9);
+      total += bytes;
+      Measure m = in_child([&](LocalData& d) { read_probing_csv_file(p.string(), "hostA", d); });
+      print("probing-csv net_qp", bytes, m, 1);
       fs::remove(p);
     }
     if (files > 0) {

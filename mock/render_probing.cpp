@@ -254,9 +254,9 @@ class HostExport {
         w.i64(op.rank);
         w.i64(tags_[static_cast<size_t>(op.rank)].process->local);
         w.u64(qp);
-        w.u64(static_cast<uint64_t>(k));
-        w.i64(op.is_send ? 1 : 0);
-        w.u64(op.is_send ? op.chunk_bytes : 0);
+        w.unsigned_cell(static_cast<uint64_t>(k), how_.unsigned_cells);  // wr_id and length are u64:
+        w.i64(op.is_send ? 1 : 0);                                         // blank in a default export
+        w.unsigned_cell(op.is_send ? op.chunk_bytes : 0, how_.unsigned_cells);
         w.i64(std::llround(std::max(0.0, done - posted)));
         federation(w, op.rank);
         w.end_row();

@@ -213,6 +213,26 @@ void offer_slow_queue_pairs(const Observations& obs, const std::vector<EdgeFacts
     evidence[q.process].offer(q.excess_ns, CulpritClass::kNetworkLink, q.peer, q.margin);
 }
 
+namespace {
+
+// What the report asks for where no wire is timed: the table that would time them, or, where it
+// was read, why it timed nothing.
+std::string untimed_wires_remedy(const std::vector<QpObservation>& qps) {
+  if (qps.empty())
+    return "export nccl.net_qp (probing's mask bit 128) to time each queue pair's sends that found it idle "
+           "(docs/accuracy.md, \"Slow wires from nccl.net_qp\")";
+  const bool sized = std::any_of(qps.begin(), qps.end(), [](const QpObservation& q) { return q.wr_length > 0; });
+  if (!sized)
+    return "nccl.net_qp was read, but none of its rows has a length (probing exports its unsigned columns "
+           "empty): export it with CAST(length AS BIGINT), so that the full-size sends that found their "
+           "queue pair idle can be timed";
+  return "nccl.net_qp was read, but no queue pair has " + std::to_string(kMinIdleSends) +
+         " full-size sends that found it idle (without ts, or every send queued behind another: a queued send "
+         "times the queue, not the wire)";
+}
+
+}  // namespace
+
 void note_untimed_wires(const Observations& obs, const std::vector<EdgeFacts>& facts, std::vector<std::string>& notes) {
   bool sends = false;
   for (const EdgeFacts& f : facts) {
@@ -224,9 +244,8 @@ void note_untimed_wires(const Observations& obs, const std::vector<EdgeFacts>& f
   if (sends)
     notes.push_back("no wire timing (the steps of NCCL traces, nccl.net_qp): links are judged by their SendWait "
                     "sums, which a send queued behind others lengthens as a slow wire does, so a link slower by "
-                    "less than that queueing stays hidden among healthy ones; export nccl.net_qp (probing's mask "
-                    "bit 128) to time each queue pair's sends that found it idle (docs/accuracy.md, \"Slow wires "
-                    "from nccl.net_qp\")");
+                    "less than that queueing stays hidden among healthy ones; " +
+                    untimed_wires_remedy(obs.qps));
 }
 
 }  // namespace culprit

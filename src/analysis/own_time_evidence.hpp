@@ -52,7 +52,9 @@ void offer_slow_queue_pairs(const Observations& observations, const std::vector<
                             std::vector<Evidence>& evidence);
 
 // Notes, where connections send but neither steps (NCCL traces) nor queue pairs with idle sends
-// (nccl.net_qp) time any wire, that links are judged by their SendWait sums alone.
+// (nccl.net_qp) time any wire, that links are judged by their SendWait sums alone, and what would
+// time them: the table, or where it was read, its lengths (blank in probing's default export) or
+// the ts of its rows.
 void note_untimed_wires(const Observations& observations, const std::vector<EdgeFacts>& facts,
                         std::vector<std::string>& notes);
 

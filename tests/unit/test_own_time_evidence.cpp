@@ -258,9 +258,25 @@ TEST(OwnTimeEvidence, WiresTimedByNothingButSumsAreNoted) {
   EXPECT_EQ(notes[0].rfind("no wire timing", 0), 0u);
   EXPECT_NE(notes[0].find("export nccl.net_qp"), std::string::npos);
 
+  // Queue pairs read without lengths (probing's default export leaves unsigned columns empty):
+  // the table was exported, its lengths were not.
+  f.obs.qps.push_back(QpObservation{0, 0, 42, 100, 0, 0, 0, 0, 0, 0});
+  notes.clear();
+  note_untimed_wires(f.obs, f.facts, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].find("export nccl.net_qp"), std::string::npos);
+  EXPECT_NE(notes[0].find("CAST(length AS BIGINT)"), std::string::npos);
+
+  // Sized, but too few sends found their queue pair idle.
+  f.obs.qps[0] = QpObservation{0, 0, 42, 100, 100 * 65536, 0, 65536, kMinIdleSends - 1, 0, 0};
+  notes.clear();
+  note_untimed_wires(f.obs, f.facts, notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].find("export nccl.net_qp"), std::string::npos);
+  EXPECT_NE(notes[0].find("found it idle"), std::string::npos);
+
   // Queue pairs with idle sends time the wires: nothing to say.
-  QpObservation q{0, 0, 42, 100, 100 * 65536, 0, 65536, kMinIdleSends, 0, 0};
-  f.obs.qps.push_back(q);
+  f.obs.qps[0].idle_sends = kMinIdleSends;
   notes.clear();
   note_untimed_wires(f.obs, f.facts, notes);
   EXPECT_TRUE(notes.empty());

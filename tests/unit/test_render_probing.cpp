@@ -207,6 +207,33 @@ TEST(RenderProbing, NetQpHasAWorkRequestPerStepOfEachConnectionEnd) {
   EXPECT_EQ(sends, send_ends);
 }
 
+// probing's default export leaves nccl.net_qp's unsigned `wr_id` and `length` blank, as it does
+// proxy_ops' unsigned cells: the rows are read and counted, no send is sized or idle, and the
+// input note says why.
+TEST(RenderProbing, BlankNetQpLengthsAreReadAsUnsizedWorkRequests) {
+  mock::Retention keep = mock::Retention::nodes_only();
+  keep.every_step = true;
+  mock::Simulation sim(mock::Scenario::parse(kRing), std::move(keep));
+  auto files = mock::render_host_probing(sim, 1, mock::parse_probing_format("probing-csv+net_qp+blank"));
+  const mock::RenderedFile* f = file_named(files, "net_qp.csv");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->content.find(",,1,,"), std::string::npos);  // wr_id, opcode, length of a send
+  LocalData d;
+  read_probing_csv_buffer(f->content, "net_qp.csv", "node001", d);
+  ASSERT_EQ(d.inputs.size(), 1u);
+  EXPECT_EQ(d.inputs[0].rejected, 0u);
+  ASSERT_FALSE(d.qp_stats.empty());
+  for (const QpStat& q : d.qp_stats) {
+    EXPECT_GT(q.count, 0u);
+    EXPECT_EQ(q.bytes, 0u);
+    EXPECT_EQ(q.wr_length, 0u);
+    EXPECT_EQ(q.idle_sends, 0u);
+  }
+  bool noted = false;
+  for (const std::string& n : d.inputs[0].notes) noted |= n.find("length blank") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST(RenderProbing, UnknownFormatOptionsAreRefused) {
   EXPECT_THROW(mock::parse_probing_format("probing-xml"), std::invalid_argument);
   EXPECT_THROW(mock::parse_probing_format("probing-csv+sideways"), std::invalid_argument);
