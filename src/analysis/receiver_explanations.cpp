@@ -207,6 +207,14 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
   }
 }
 
+// A slow flush is the receiver's own time whatever holds its lane: its NIC reads each step back
+// through PCIe once the step has arrived, before its GPU is told, so a GPU held by what follows
+// it (backpressure) withholds credit and consumes late, but flushes no slower. The flush alone
+// is offered, not the credit the lane explains.
+void offer_flush_beyond_backpressure(const Connection& c, ReceiverTimes& times) {
+  if (c.flush > 0) times.offer(c.facts.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
+}
+
 void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, const std::vector<uint32_t>& late_on_host,
                              const LatePosts& late_posts, const AttributionConfig& cfg, ReceiverTimes& times,
                              std::vector<WaitEdge>& holds) {
@@ -217,6 +225,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   if (!f.p2p && in.lanes.backpressured(c.index, cfg)) {
     for (size_t o : in.lanes.onward_exits(c.index))
       if (in.facts[o].dst != f.dst) holds.push_back({f.dst, in.facts[o].src, weight, "backpressure"});
+    offer_flush_beyond_backpressure(c, times);
   } else if (late_elsewhere && c.flush == 0 && c.consume == 0) {
     for (uint32_t x : late_on_host)
       if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
@@ -366,8 +375,9 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {
       if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
-    } else if (c.consume > 0) {
-      offer_consumption_beyond_backpressure(c, in, times);
+    } else {
+      offer_flush_beyond_backpressure(c, times);
+      if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, times);
     }
   }
   times.commit(in.context, receiving_comms(in), evidence, holds);

@@ -405,8 +405,6 @@ TEST(ReceiverExplanations, UnderTheCreditFloorOnlyThePipelinesLatestPosterIsName
 TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {
   Job job;
   job.withhold_credit();
-  job.into_b().slow_flush = true;  // even its own slow flush is the backpressure's doing
-  job.into_b().anomaly[kRecvFlushWait] = 500;
   job.exit_of_b().slow_link = true;  // nodeB's exit is held from beyond the node
   job.run();
   ASSERT_EQ(job.holds.size(), 2u);
@@ -425,6 +423,27 @@ TEST(ReceiverExplanations, AReceiverOnABackpressuredLaneWaitsOnItsExitsSender) {
   ASSERT_EQ(p2p.holds.size(), 1u);
   expect_hold(p2p.holds[0], 1, 2, 10000, "no_credit");
   EXPECT_FALSE(p2p.evidence[2].any());
+}
+
+// The flush runs between a step's arrival and its handoff to the GPU: what holds the GPU
+// (backpressure from the node's exit) withholds credit but flushes no slower. So on a
+// backpressured lane the credit passes on and the slow flush stays the receiver's own time.
+TEST(ReceiverExplanations, ASlowFlushIsTheReceiversOwnOnABackpressuredLane) {
+  for (const bool credit_flagged : {true, false}) {
+    Job job;
+    if (credit_flagged) job.withhold_credit();
+    job.into_b().slow_flush = true;
+    job.into_b().anomaly[kRecvFlushWait] = 500;
+    job.into_b().margin[kRecvFlushWait] = 3;
+    job.exit_of_b().slow_link = true;  // nodeB's exit is held from beyond the node
+    job.run();
+    EXPECT_EQ(job.evidence[2].culprit_class, CulpritClass::kFlush) << credit_flagged;
+    EXPECT_DOUBLE_EQ(job.evidence[2].ns, 500.0 * kSteps) << credit_flagged;  // the flush alone
+    if (credit_flagged) {
+      ASSERT_EQ(job.holds.size(), 2u);
+      expect_hold(job.holds[1], 2, 3, 10000, "backpressure");
+    }
+  }
 }
 
 TEST(ReceiverExplanations, ALateGpuOfTheReceiversNodeHoldsIt) {
@@ -559,7 +578,7 @@ TEST(ReceiverExplanations, ALatePostWithItsOwnWorkMeasuredAndInOrderBlamesNobody
   EXPECT_EQ(slow.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
 }
 
-TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceUnlessTheLaneIsBackpressured) {
+TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceWhateverItsLane) {
   Job job;
   job.into_b().slow_flush = true;
   job.into_b().anomaly[kRecvFlushWait] = 500;
@@ -574,7 +593,8 @@ TEST(ReceiverExplanations, ASlowFlushWithoutWithheldCreditIsOwnEvidenceUnlessThe
   held.exit_of_b().view.step_ns[kSendGpuWait] = 1000;  // nodeB's exit: its GPU is ahead of the wire
   held.run();
   EXPECT_TRUE(held.holds.empty());
-  EXPECT_FALSE(held.evidence[2].any());
+  EXPECT_EQ(held.evidence[2].culprit_class, CulpritClass::kFlush);  // a held GPU flushes no slower
+  EXPECT_DOUBLE_EQ(held.evidence[2].ns, 5000);
 
   // A send/recv receive is never held by its lane: the flush is its own.
   Job p2p;
