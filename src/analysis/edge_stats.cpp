@@ -47,6 +47,13 @@ EdgeView view_of(const EdgeSummary& e) {
   }
   if (e.send_wait_min_ops)
     v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
+  // Send ops of one step each (a small message over many channels): no busy time after a first
+  // completion, but that one step found its wire idle (the op before on the connection ended
+  // with its last send completed) and nothing queued behind it, so its SendWait is the wire's
+  // own time for one chunk, latency included: an unsaturated wire's busy time per step.
+  if (!e.send_wire_steps && e.send_wait_min_ops && e.send_steps == e.send_wait_min_ops &&
+      e.send_ops == e.send_wait_min_ops)
+    v.wire_ns = v.send_wait_min_ns;
   if (e.recv_gpu_wait_min_ops) v.consume_min_ns = static_cast<double>(e.recv_gpu_wait_min_ns);
   if (e.send_op_wait_min_ops) v.quickest_op_send_wait_ns = static_cast<double>(e.send_op_wait_min_ns);
   return v;

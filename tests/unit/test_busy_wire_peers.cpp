@@ -45,6 +45,38 @@ std::vector<EdgeSummary> ring(const std::vector<double>& busy_us) {
   return out;
 }
 
+// Send ops of one step each (a small message spread over many channels): no busy time after a
+// first completion, but the one step found its wire idle, so its SendWait times the wire.
+EdgeSummary one_step_ops(int32_t src, int32_t dst, double send_wait_us, uint64_t ops = 8) {
+  EdgeSummary e;
+  e.key = {kComm, src, dst, 0, 0};
+  e.phase_ns[kSendWait] = static_cast<uint64_t>(send_wait_us * 1000 * static_cast<double>(ops));
+  e.send_steps = ops;
+  e.send_ops = ops;
+  e.send_wait_min_ops = ops;
+  e.send_wait_min_sum_ns = e.phase_ns[kSendWait];
+  return e;
+}
+
+TEST(BusyWirePeers, OneStepOpsTimeTheirWireByTheirSendWait) {
+  const EdgeView v = view_of(one_step_ops(0, 1, 45));
+  EXPECT_DOUBLE_EQ(v.wire_ns, 45000);
+  EXPECT_FALSE(v.wire_saturated);
+  // Ops of several steps are timed by their busy time only: their shortest send is not it.
+  EdgeSummary longer = one_step_ops(0, 1, 45);
+  longer.send_steps = 2 * longer.send_ops;
+  EXPECT_DOUBLE_EQ(view_of(longer).wire_ns, 0);
+
+  // A tree+dp job of 30 nodes over 8 channels (seed 224072): 4 MB moved one step per op; a
+  // 6.66x link took 262 us a step, its peers 41-52 us.
+  std::vector<EdgeSummary> edges;
+  const std::vector<double> us = {43, 40.3, 41.3, 42.2, 262, 43.2, 47.7, 44.1, 46.5, 51.5, 52.7, 48.8, 50.2};
+  for (size_t k = 0; k < us.size(); ++k)
+    edges.push_back(one_step_ops(static_cast<int32_t>(k), static_cast<int32_t>(k + 1), us[k]));
+  const std::vector<BusyWireJudgement> j = judge(edges);
+  for (size_t k = 0; k < j.size(); ++k) EXPECT_EQ(j[k].slow, k == 4) << "link " << k;
+}
+
 TEST(BusyWirePeers, ASlowLinkAmongFiveIsSlow) {
   // Four healthy links within 3 % of 30 us; link 2 takes 2x in both times.
   std::vector<BusyWireJudgement> j = judge(ring({30, 30.9, 60, 29.4, 30.3}));
