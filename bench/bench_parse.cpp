@@ -423,20 +423,23 @@ int main(int argc, char** argv) {
       print(j.label, bytes, m, 1);
       fs::remove(j.path);
     }
-    if (mb_csv > 0) {
-      fs::path p = dir / "proxy_ops.csv";
-      uint64_t bytes = write_csv(p, mb_csv, 7);
+    // probing's tables: each written by its generator, read by the same CSV reader.
+    struct CsvJob {
+      const char* label;
+      const char* name;
+      uint64_t mb;
+      uint64_t (*write)(const fs::path&, uint64_t, uint64_t);
+      uint64_t seed;
+    };
+    const CsvJob csv_jobs[] = {{"probing-csv proxy_ops", "proxy_ops.csv", mb_csv, write_csv, 7},
+                               {"probing-csv net_qp", "net_qp.csv", mb_net_qp, write_net_qp_csv, 9}};
+    for (const CsvJob& j : csv_jobs) {
+      if (j.mb == 0) continue;
+      fs::path p = dir / j.name;
+      uint64_t bytes = j.write(p, j.mb, j.seed);
       total += bytes;
       Measure m = in_child([&](LocalData& d) { read_probing_csv_file(p.string(), "hostA", d); });
-      print("probing-csv proxy_ops", bytes, m, 1);
-      fs::remove(p);
-    }
-    if (mb_net_qp > 0) {
-      fs::path p = dir / "net_qp.csv";
-      uint64_t bytes = write_net_qp_csv(p, mb_net_qp, 9);
-      total += bytes;
-      Measure m = in_child([&](LocalData& d) { read_probing_csv_file(p.string(), "hostA", d); });
-      print("probing-csv net_qp", bytes, m, 1);
+      print(j.label, bytes, m, 1);
       fs::remove(p);
     }
     if (files > 0) {

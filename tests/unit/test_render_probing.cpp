@@ -170,15 +170,26 @@ TEST(RenderProbing, CollPerfEnqueueTimeIsTheHostsCallNotItsLeadOnTheKernel) {
 // nccl.net_qp: a row per IB work request of every step kept (Retention::every_step), read
 // back as one send queue pair per network connection the node sends on, every send full-size,
 // and one receive queue pair per connection it receives on, with no length.
-TEST(RenderProbing, NetQpHasAWorkRequestPerStepOfEachConnectionEnd) {
+// The ring kept step by step (Retention::every_step, as `mock --format ...+net_qp` keeps it).
+mock::Retention every_step() {
   mock::Retention keep = mock::Retention::nodes_only();
   keep.every_step = true;
-  mock::Simulation sim(mock::Scenario::parse(kRing), std::move(keep));
-  auto files = mock::render_host_probing(sim, 1, mock::parse_probing_format("probing-csv+net_qp"));
+  return keep;
+}
+
+// Node 1's net_qp table in the export `format` (empty where it has none).
+std::string net_qp_of_node1(const mock::Simulation& sim, const char* format) {
+  auto files = mock::render_host_probing(sim, 1, mock::parse_probing_format(format));
   const mock::RenderedFile* f = file_named(files, "net_qp.csv");
-  ASSERT_NE(f, nullptr);
+  return f ? f->content : std::string();
+}
+
+TEST(RenderProbing, NetQpHasAWorkRequestPerStepOfEachConnectionEnd) {
+  mock::Simulation sim(mock::Scenario::parse(kRing), every_step());
+  const std::string table = net_qp_of_node1(sim, "probing-csv+net_qp");
+  ASSERT_FALSE(table.empty());
   LocalData d;
-  read_probing_csv_buffer(f->content, "net_qp.csv", "node001", d);
+  read_probing_csv_buffer(table, "net_qp.csv", "node001", d);
   ASSERT_EQ(d.inputs.size(), 1u);
   EXPECT_EQ(d.inputs[0].rejected, 0u);
   const mock::NodeTimeline timeline = sim.node_timeline(1);
@@ -211,15 +222,12 @@ TEST(RenderProbing, NetQpHasAWorkRequestPerStepOfEachConnectionEnd) {
 // proxy_ops' unsigned cells: the rows are read and counted, no send is sized or idle, and the
 // input note says why.
 TEST(RenderProbing, BlankNetQpLengthsAreReadAsUnsizedWorkRequests) {
-  mock::Retention keep = mock::Retention::nodes_only();
-  keep.every_step = true;
-  mock::Simulation sim(mock::Scenario::parse(kRing), std::move(keep));
-  auto files = mock::render_host_probing(sim, 1, mock::parse_probing_format("probing-csv+net_qp+blank"));
-  const mock::RenderedFile* f = file_named(files, "net_qp.csv");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->content.find(",,1,,"), std::string::npos);  // wr_id, opcode, length of a send
+  mock::Simulation sim(mock::Scenario::parse(kRing), every_step());
+  const std::string table = net_qp_of_node1(sim, "probing-csv+net_qp+blank");
+  ASSERT_FALSE(table.empty());
+  EXPECT_NE(table.find(",,1,,"), std::string::npos);  // wr_id, opcode, length of a send
   LocalData d;
-  read_probing_csv_buffer(f->content, "net_qp.csv", "node001", d);
+  read_probing_csv_buffer(table, "net_qp.csv", "node001", d);
   ASSERT_EQ(d.inputs.size(), 1u);
   EXPECT_EQ(d.inputs[0].rejected, 0u);
   ASSERT_FALSE(d.qp_stats.empty());
