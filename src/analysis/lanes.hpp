@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -54,7 +55,11 @@ class Lanes {
   bool node_backpressured(const std::string& host, uint64_t comm, uint32_t process,
                           const AttributionConfig& config) const;
   // Whether the onward exits of `connection` are held up from beyond its receiver's node,
-  // judged for its receiver.
+  // judged for its receiver. Its own credit coming round (above) is so only where the
+  // receiver held that input longer per step than the exit's sends were held: a GPU that
+  // waits for a free output slot holds its input no longer than that, so a hold within it
+  // shows nothing of its own. A tree's root and its one child, or any two nodes bound in a
+  // loop of credit with too few slots for its latency, wait on each other alike.
   bool backpressured(size_t connection, const AttributionConfig& config) const;
   // The longest time per step a send of `connection`'s onward exits was held, waiting for
   // credit and on the wire (SendPeerWait + SendWait): the most backpressure can hold its
@@ -63,7 +68,8 @@ class Lanes {
 
  private:
   bool held_beyond(const std::vector<size_t>& exits, const AttributionConfig& config,
-                   std::optional<uint32_t> receiver) const;
+                   std::optional<uint32_t> receiver,
+                   double receiver_hold_ns = std::numeric_limits<double>::infinity()) const;
   // Whether the node that `exit` enters sends into `receiver` on the same lane and waits for
   // its credit there.
   bool beyond_waits_on(size_t exit, uint32_t receiver) const;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/lanes.hpp"
@@ -166,6 +167,30 @@ TEST(Lanes, AChannelOfTwoNodesSendsItsDataBackToWhereItCameFrom) {
   Lanes lanes(ring.obs, ring.facts, ctx);
   EXPECT_EQ(lanes.onward_exits(0), (std::vector<size_t>{1, 2}));
   EXPECT_TRUE(lanes.backpressured(size_t{0}, AttributionConfig{}));
+}
+
+TEST(Lanes, ItsOwnCreditComingRoundNeedsAHoldLongerThanTheExitsOwn) {
+  // Per connection, the receiver's hold of that input decides. Measured: a 1.5x slow consumer
+  // entering a ring of two nodes held each step 446 us while its node's exit was held 331 us
+  // (3 for credit, 328 on the wire): 115 us of its own, its credit coming round. A healthy
+  // tree root and its one child under LL, bound in a loop of credit that eight slots cannot
+  // cover, held 34 us while the exit back was held 48 us (36 for credit, 12 on the wire): no
+  // hold of its own shows, and the exit's hold explains it.
+  AttributionConfig cfg;
+  for (const auto& [hold_ns, exit_credit_ns, exit_wire_ns, held_from_beyond] :
+       {std::tuple{446e3, 3e3, 328e3, false}, std::tuple{34e3, 36e3, 12e3, true}}) {
+    TwoNodes ring;
+    EdgeFacts& in = ring.add(1, 2, 0);
+    in.no_credit = true;
+    in.view.step_ns[kRecvGpuWait] = hold_ns;
+    EdgeFacts& exit = ring.add(3, 0, 0, 0.01);  // GPU ahead of the wire
+    exit.view.step_ns[kSendPeerWait] = exit_credit_ns;
+    exit.view.step_ns[kSendWait] = exit_wire_ns;
+    ProcessContext ctx(ring.obs);
+    Lanes lanes(ring.obs, ring.facts, ctx);
+    EXPECT_EQ(lanes.backpressured(size_t{0}, cfg), held_from_beyond) << hold_ns;
+    EXPECT_FALSE(lanes.backpressured(Lane{"nodeB", kComm, 0}, cfg, 2u));  // the process: as before
+  }
 }
 
 TEST(Lanes, AnExitWithoutItsSendHalfShowsNoGpuAhead) {
