@@ -4,12 +4,6 @@
 #include <limits>
 
 namespace culprit {
-namespace {
-
-// How long an exit's sends were held per step, waiting for credit and on the wire.
-double hold_of(const EdgeView& exit) { return exit.step_ns[kSendPeerWait] + exit.step_ns[kSendWait]; }
-
-}  // namespace
 
 Lanes::Lanes(const Observations& obs, const std::vector<EdgeFacts>& facts, const ProcessContext& context)
     : observations_(obs), facts_(facts), context_(context) {
@@ -70,8 +64,10 @@ bool Lanes::node_backpressured(const std::string& host, uint64_t comm, uint32_t 
 
 double Lanes::onward_hold_ns(size_t connection) const {
   double hold = 0;
-  for (size_t i : onward_exits(connection))
-    if (facts_[i].view.has_send) hold = std::max(hold, hold_of(facts_[i].view));
+  for (size_t i : onward_exits(connection)) {
+    const EdgeView& v = facts_[i].view;
+    if (v.has_send) hold = std::max(hold, v.step_ns[kSendPeerWait] + v.step_ns[kSendWait]);
+  }
   return hold;
 }
 
@@ -81,7 +77,8 @@ bool Lanes::held_beyond(const std::vector<size_t>& exits, const AttributionConfi
     const EdgeFacts& o = facts_[i];
     if (o.no_credit || o.slow_link) return true;
     bool gpu_ahead = o.view.has_send && o.view.step_ns[kSendGpuWait] < cfg.rel_floor * o.view.send_cycle_ns;
-    if (gpu_ahead && !(receiver && beyond_waits_on(i, *receiver) && receiver_hold_ns > hold_of(o.view)))
+    if (gpu_ahead &&
+        !(receiver && beyond_waits_on(i, *receiver) && receiver_hold_ns > o.view.step_ns[kSendWait]))
       return true;
   }
   return false;

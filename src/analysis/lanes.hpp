@@ -56,10 +56,11 @@ class Lanes {
                           const AttributionConfig& config) const;
   // Whether the onward exits of `connection` are held up from beyond its receiver's node,
   // judged for its receiver. Its own credit coming round (above) is so only where the
-  // receiver held that input longer per step than the exit's sends were held: a GPU that
-  // waits for a free output slot holds its input no longer than that, so a hold within it
-  // shows nothing of its own. A tree's root and its one child, or any two nodes bound in a
-  // loop of credit with too few slots for its latency, wait on each other alike.
+  // receiver held that input longer per step than the exit's sends spent on the wire: the
+  // exit's wait for credit is its own hold coming round, but a wire that its sends queue on
+  // holds the lane from beyond, and a GPU waiting for a free output slot behind it holds its
+  // input no longer than that (a tree's bottleneck link under LL, whose sender's leaf waits
+  // for its credit on the way up).
   bool backpressured(size_t connection, const AttributionConfig& config) const;
   // The longest time per step a send of `connection`'s onward exits was held, waiting for
   // credit and on the wire (SendPeerWait + SendWait): the most backpressure can hold its

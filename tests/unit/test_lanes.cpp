@@ -169,16 +169,18 @@ TEST(Lanes, AChannelOfTwoNodesSendsItsDataBackToWhereItCameFrom) {
   EXPECT_TRUE(lanes.backpressured(size_t{0}, AttributionConfig{}));
 }
 
-TEST(Lanes, ItsOwnCreditComingRoundNeedsAHoldLongerThanTheExitsOwn) {
-  // Per connection, the receiver's hold of that input decides. Measured: a 1.5x slow consumer
-  // entering a ring of two nodes held each step 446 us while its node's exit was held 331 us
-  // (3 for credit, 328 on the wire): 115 us of its own, its credit coming round. A healthy
-  // tree root and its one child under LL, bound in a loop of credit that eight slots cannot
-  // cover, held 34 us while the exit back was held 48 us (36 for credit, 12 on the wire): no
-  // hold of its own shows, and the exit's hold explains it.
+TEST(Lanes, ItsOwnCreditComingRoundNeedsAHoldLongerThanItsExitsWire) {
+  // Per connection, the receiver's hold of that input decides, against the time its exit's
+  // sends spent on the wire. Measured: a 1.5x slow consumer entering a ring of two nodes held
+  // each step 446 us, its node's exit on the wire 328 (3 for credit): its credit coming round.
+  // A 3.68x consumer of a data-parallel pair under LL held 136 us, its exit 28 on the wire
+  // and 181 for credit: in a loop of credit the exit waits for the receiver's own hold, so
+  // that wait is no hold from beyond. A healthy GPU of a tree under LL held 31 us while its
+  // exit's sends queued 43 us on the wire (3 for credit): the wire holds the lane.
   AttributionConfig cfg;
   for (const auto& [hold_ns, exit_credit_ns, exit_wire_ns, held_from_beyond] :
-       {std::tuple{446e3, 3e3, 328e3, false}, std::tuple{34e3, 36e3, 12e3, true}}) {
+       {std::tuple{446e3, 3e3, 328e3, false}, std::tuple{136e3, 181e3, 28e3, false},
+        std::tuple{31e3, 3e3, 43e3, true}}) {
     TwoNodes ring;
     EdgeFacts& in = ring.add(1, 2, 0);
     in.no_credit = true;
