@@ -173,9 +173,9 @@ TEST(Lanes, ItsOwnCreditComingRoundNeedsAHoldLongerThanItsExitsWire) {
   // Per connection, the receiver's hold of that input decides, against the time its exit's
   // sends spent on the wire. Measured: a 1.5x slow consumer entering a ring of two nodes held
   // each step 446 us, its node's exit on the wire 328 (3 for credit): its credit coming round.
-  // A 3.68x consumer of a data-parallel pair under LL held 136 us, its exit 28 on the wire
-  // and 181 for credit: in a loop of credit the exit waits for the receiver's own hold, so
-  // that wait is no hold from beyond. A healthy GPU of a tree under LL held 31 us while its
+  // A 3.68x consumer of a data-parallel tree under LL, its node joined to one other, held
+  // 136 us, its exit 28 on the wire and 181 for credit: in a loop of credit the exit waits for
+  // the receiver's own hold, so that wait is no hold from beyond. A healthy GPU of a tree under LL held 31 us while its
   // exit's sends queued 43 us on the wire (3 for credit): the wire holds the lane.
   AttributionConfig cfg;
   for (const auto& [hold_ns, exit_credit_ns, exit_wire_ns, held_from_beyond] :
