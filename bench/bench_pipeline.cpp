@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 
@@ -18,11 +19,10 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-}  // namespace
 
-int main(int argc, char** argv) {
+// Simulates, renders, parses and analyzes `spec`, printing the figures; the analysis's exit code.
+int run(const std::string& spec) {
   using namespace culprit;
-  std::string spec = argc > 1 ? argv[1] : "topology=ring,nodes=16,gpus=8,channels=2,seqs=20,fault=slow_gpu:77";
   auto t0 = std::chrono::steady_clock::now();
   mock::Simulation sim(mock::Scenario::parse(spec));
   double simulate_s = seconds_since(t0);
@@ -68,4 +68,21 @@ int main(int argc, char** argv) {
   std::printf("parse nccl-json     %.1f MB/s per core (%zu ProxyOp records, best of 3: %.3f s)\n", bytes / 1e6 / best, records, best);
   std::printf("end-to-end analyze  %.3f s from files, 1 process (exit %d)\n", e2e_s, code);
   return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  constexpr const char* kDefaultSpec = "topology=ring,nodes=16,gpus=8,channels=2,seqs=20,fault=slow_gpu:77";
+  const std::string spec = argc > 1 ? argv[1] : kDefaultSpec;
+  if (spec == "-h" || spec == "--help") {
+    std::printf("usage: %s [SPEC]   (a mock scenario; default %s)\n", argv[0], kDefaultSpec);
+    return 0;
+  }
+  try {
+    return run(spec);
+  } catch (const std::exception& e) {  // a bad scenario: one line, not std::terminate
+    std::fprintf(stderr, "bench_pipeline: %s\n", e.what());
+    return 2;
+  }
 }
