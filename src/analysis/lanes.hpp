@@ -68,6 +68,8 @@ class Lanes {
   double onward_hold_ns(size_t connection) const;
 
  private:
+  // `receiver_hold_ns`: how long the receiver held the input judged, per step; unknown (judged
+  // for a process, not a connection) counts as longer than any exit's wire.
   bool held_beyond(const std::vector<size_t>& exits, const AttributionConfig& config,
                    std::optional<uint32_t> receiver,
                    double receiver_hold_ns = std::numeric_limits<double>::infinity()) const;

@@ -209,9 +209,9 @@ void offer_withheld_credit(const Connection& c, const ReceiverInputs& in, const 
 
 // A slow flush is the receiver's own time whatever holds its lane: its NIC reads each step back
 // through PCIe once the step has arrived, before its GPU is told, so a GPU held by what follows
-// it (backpressure) withholds credit and consumes late, but flushes no slower. The flush alone
-// is offered, not the credit the lane explains.
-void offer_flush_beyond_backpressure(const Connection& c, ReceiverTimes& times) {
+// it (backpressure) withholds credit and consumes late, but flushes no slower. On a
+// backpressured lane the flush alone is offered, not the credit the lane explains.
+void offer_own_flush(const Connection& c, ReceiverTimes& times) {
   if (c.flush > 0) times.offer(c.facts.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
 }
 
@@ -225,7 +225,7 @@ void explain_withheld_credit(const Connection& c, const ReceiverInputs& in, cons
   if (!f.p2p && in.lanes.backpressured(c.index, cfg)) {
     for (size_t o : in.lanes.onward_exits(c.index))
       if (in.facts[o].dst != f.dst) holds.push_back({f.dst, in.facts[o].src, weight, "backpressure"});
-    offer_flush_beyond_backpressure(c, times);
+    offer_own_flush(c, times);
   } else if (late_elsewhere && c.flush == 0 && c.consume == 0) {
     for (uint32_t x : late_on_host)
       if (x != f.dst) holds.push_back({f.dst, x, weight, "node_interior"});
@@ -373,10 +373,10 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
       if (const auto under = own_work_measured ? std::nullopt : late_post_under_floor(c, late_posts))
         explain_withheld_credit(*under, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);
     } else if (f.p2p || !in.lanes.backpressured(i, cfg)) {
-      if (c.flush > 0) times.offer(f.dst, c.comm, c.flush, CulpritClass::kFlush, c.flush_margin);
+      offer_own_flush(c, times);
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     } else {
-      offer_flush_beyond_backpressure(c, times);
+      offer_own_flush(c, times);
       if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, times);
     }
   }
