@@ -60,7 +60,11 @@ using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
 
 // What a member is judged against: the others' median, and their spread about it (clipped
 // at 4 deviations, so that a second outlier stays out of the yardstick) plus the median's
-// own sampling variance, with one degree of freedom fewer than the others.
+// own sampling variance, with one degree of freedom fewer than the others. A clip keeps
+// kMinPlace - 1 of them at least, the fewest that measure a spread: of three others, the
+// deviation that would clip one is measured by the middle one alone, and it clipped healthy
+// members (a tree of two nodes, whose leaves and roots share a place, judged each leaf by
+// the two roots alone and named it beyond them).
 struct Yardstick {
   double center = 0;
   double spread = 0;        // of single figures
@@ -73,7 +77,7 @@ Yardstick yardstick_of(std::vector<double> others) {
   y.center = median_of(others);
   for (double& v : others) v -= y.center;
   const double m = static_cast<double>(others.size());
-  y.spread = clipped_variance_of(others);
+  y.spread = clipped_variance_of(others, nullptr, kMinPlace - 1);
   y.center_share = kMedianEfficiency * kMedianEfficiency / m;
   y.df = m - 1;
   return y;

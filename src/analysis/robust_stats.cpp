@@ -39,7 +39,7 @@ double between_variance_of(const std::vector<double>& departures, const std::vec
   return (lo + hi) / 2;
 }
 
-double clipped_variance_of(const std::vector<double>& departures, size_t* clipped) {
+double clipped_variance_of(const std::vector<double>& departures, size_t* clipped, size_t min_kept) {
   // Clipped at 4 deviations: a normal draw lies beyond once in 16,000, so only stragglers
   // are left out. A tighter clip (3) feeds on itself: an estimate that starts low clips
   // healthy draws and ends lower, which made healthy GPUs of 3-4 sigma look significant.
@@ -70,6 +70,12 @@ double clipped_variance_of(const std::vector<double>& departures, size_t* clippe
     left_out = departures.size() - kept;
     if (kept == 0) break;
     variance = sum / static_cast<double>(kept) / kClippedMeanSquare;
+  }
+  if (left_out > 0 && departures.size() - left_out < min_kept) {
+    double sum = 0;
+    for (double d : departures) sum += d * d;
+    variance = sum / static_cast<double>(departures.size());
+    left_out = 0;
   }
   if (clipped) *clipped = left_out;
   return variance;

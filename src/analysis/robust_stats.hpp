@@ -23,8 +23,10 @@ double between_variance_of(const std::vector<double>& departures, const std::vec
 // those within 4 deviations, corrected for the clipping, starting from the chi-square
 // median and iterated. More efficient than the median alone (a dozen departures measure the
 // spread to about +-21 %, not +-30 %), and a straggler stays out of its own yardstick.
-// `clipped`, when given, receives how many were left out.
-double clipped_variance_of(const std::vector<double>& departures, size_t* clipped = nullptr);
+// `clipped`, when given, receives how many were left out. A clip that would keep fewer than
+// `min_kept` departures is not made (the mean square of all of them is returned): a deviation
+// measured from one or two draws cannot tell a straggler from a healthy draw.
+double clipped_variance_of(const std::vector<double>& departures, size_t* clipped = nullptr, size_t min_kept = 0);
 // The clip, in deviations, and E[z^2 | |z| < clip] for a standard normal, which corrects a
 // mean square of the draws kept.
 inline constexpr double kClipDeviations = 4.0;

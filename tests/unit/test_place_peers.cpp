@@ -109,6 +109,24 @@ TEST(PlacePeers, AGpuAloneInItsPlaceIsNotJudged) {
   EXPECT_EQ(found.of.count({10, 0xf}), 0u);
 }
 
+TEST(PlacePeers, APlaceOfFourWithTwoAlikeNamesNeither) {
+  // A healthy tree of two nodes in probing's exports (seed 685660, per step): per channel one
+  // GPU of each node sends and receives, and the two leaves (whose inputs come over NVLink)
+  // show their whole SendGpuWait beyond their inputs where the two roots show none. Leaves and
+  // roots share a place of four. Judged by the two roots alone (the other leaf clipped), each
+  // leaf stood beyond them; with the three others as its yardstick, neither does.
+  std::vector<PeerFigure> figures = place(0, 0xa, 0xa, 0, {0, 295082, 29677, 318633});
+  for (PeerFigure& f : figures) f.prior_sigma = 12000;
+  const auto found = peer_departures(figures);
+  EXPECT_EQ(found.judged, 4u);
+  for (uint32_t gpu : {0u, 1u, 2u, 3u}) EXPECT_FALSE(significant(found.of.at({gpu, 0xa}), 1e-3 / 4));
+  // One leaf far beyond three GPUs alike is still named.
+  figures[1].value = 20000;
+  figures[2].value = 10000;
+  figures[3].value = 318633;
+  EXPECT_TRUE(significant(peer_departures(figures).of.at({3, 0xa}), 1e-3 / 4).has_value());
+}
+
 TEST(PlacePeers, ABelowTypicalFigureIsNeverSignificant) {
   const auto found = peer_departures(place(0, 0xa, 0xa, 0, {100, 110, -400, 105, 95, 98}));
   EXPECT_LT(found.of.at({2, 0xa}).excess, 0);

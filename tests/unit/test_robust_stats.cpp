@@ -60,6 +60,23 @@ TEST(RobustStats, ClippedVarianceLeavesOutlierOutAndIsTighterThanTheMedian) {
   EXPECT_EQ(clipped_variance_of(std::vector<double>(5, 0.0)), 0);
 }
 
+TEST(RobustStats, AClipKeepsTheFewestThatMeasureASpread) {
+  // Three departures about their median: the deviation that clips the far one is measured by
+  // the middle one alone. Asked to keep three, nothing is clipped and all three measure it.
+  const std::vector<double> d{-29677, 265405, 0};
+  size_t left_out = 9;
+  EXPECT_LT(std::sqrt(clipped_variance_of(d, &left_out)), 30000);
+  EXPECT_EQ(left_out, 1u);
+  const double all = std::sqrt((29677.0 * 29677.0 + 265405.0 * 265405.0) / 3);
+  EXPECT_NEAR(std::sqrt(clipped_variance_of(d, &left_out, 3)), all, 1);
+  EXPECT_EQ(left_out, 0u);
+  // Of forty, one straggler is still left out.
+  std::vector<double> many = normal_draws(40, 0.1, 5);
+  many[7] = 2.0;
+  EXPECT_NEAR(std::sqrt(clipped_variance_of(many, &left_out, 3)), 0.1, 0.025);
+  EXPECT_EQ(left_out, 1u);
+}
+
 TEST(RobustStats, ClippedVarianceOfAFigureMostlyAtItsBoundMeasuresTheRest) {
   // A figure bounded at 0 where most members sit (a GPU's lateness that no receiver waited
   // on): the departures of the others from their median are mostly exactly 0. Their spread is
