@@ -71,6 +71,8 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
   auto node_of = [&](uint32_t process) {
     return nodes.emplace(context.host_of(process), static_cast<uint32_t>(nodes.size())).first->second;
   };
+  std::map<std::pair<uint32_t, uint64_t>, int> ranks_on_node;  // (node, communicator) -> its ranks there
+  for (const auto& [rank, process] : context.rank_map()) ++ranks_on_node[{node_of(process), rank.first}];
   for (size_t i = 0; i < facts.size() && !all_measured; ++i) {  // kernel clocks judge every GPU's own work
     const EdgeFacts& f = facts[i];
     const EdgeSummary& e = obs.edges[i];
@@ -84,7 +86,9 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                        .steps = static_cast<double>(e.send_steps),
                        .margin = f.margin[kSendGpuWait],
                        .output_late_per_step_ns = f.view.has_recv ? f.late_data_ns : -1,
-                       .wait_per_step_ns = f.view.step_ns[kSendGpuWait]});
+                       .wait_per_step_ns = f.view.step_ns[kSendGpuWait],
+                       .receiver = f.dst,
+                       .node_holds_others = ranks_on_node[{node_of(f.src), e.key.comm_hash}] > 1});
       send_keys.push_back(e.key);
     }
     if (f.view.has_recv)
@@ -94,7 +98,8 @@ void offer_unexplained_send_gpu_wait(const Observations& obs, const ProcessConte
                           .channel = e.key.channel,
                           .late_per_step_ns = f.late_data_ns,
                           .from_other_node = node_of(f.src) != node_of(f.dst),
-                          .wait_per_step_ns = f.view.step_ns[kRecvWait]});
+                          .wait_per_step_ns = f.view.step_ns[kRecvWait],
+                          .sender = f.src});
   }
   const std::map<uint32_t, Excess> own_time = unexplained_send_gpu_wait(sends, arrivals);
   if (!own_time.empty()) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace culprit {
 
@@ -24,7 +25,7 @@ class InputLateness {
   explicit InputLateness(std::span<const InputArrivalFact> inputs) {
     for (const InputArrivalFact& in : inputs) {
       const Input seen{in.late_per_step_ns, in.wait_per_step_ns};
-      raise(per_channel_, {in.receiver, in.comm_hash, in.channel}, seen);
+      per_channel_[{in.receiver, in.comm_hash, in.channel}].push_back({in.sender, seen});
       raise(any_channel_, {in.receiver, in.comm_hash}, seen);
       if (in.from_other_node) node_entries_.insert({in.node, in.comm_hash, in.channel});
     }
@@ -32,8 +33,18 @@ class InputLateness {
 
   // The input that fed `s`, or none where it is unseen.
   std::optional<Input> feeding(const SendGpuWaitFact& s) const {
-    // A GPU combining several inputs of its channel (a tree's children) waits for the last one.
-    if (auto it = per_channel_.find({s.sender, s.comm_hash, s.channel}); it != per_channel_.end()) return it->second;
+    // A GPU combining several inputs of its channel (a tree's children) waits for the last one;
+    // a tree head's receive from the GPU it sends to is not among them (the header says why).
+    if (auto it = per_channel_.find({s.sender, s.comm_hash, s.channel}); it != per_channel_.end()) {
+      std::optional<Input> latest;
+      for (const auto& [from, seen] : it->second) {
+        if (s.node_holds_others && from && from == s.receiver) continue;
+        if (!latest) latest = seen;
+        latest->late = std::max(latest->late, seen.late);
+        latest->wait = std::max(latest->wait, seen.wait);
+      }
+      if (latest) return latest;
+    }
     if (node_entries_.count({s.node, s.comm_hash, s.channel})) return std::nullopt;  // fed over NVLink
     if (auto it = any_channel_.find({s.sender, s.comm_hash}); it != any_channel_.end()) return it->second;
     return std::nullopt;
@@ -48,7 +59,9 @@ class InputLateness {
     it->second.wait = std::max(it->second.wait, seen.wait);
   }
 
-  std::map<std::tuple<uint32_t, uint64_t, int32_t>, Input> per_channel_;
+  // Per (receiver, communicator, channel): each input with the process it came from.
+  std::map<std::tuple<uint32_t, uint64_t, int32_t>, std::vector<std::pair<std::optional<uint32_t>, Input>>>
+      per_channel_;
   std::map<std::pair<uint32_t, uint64_t>, Input> any_channel_;
   std::set<std::tuple<uint32_t, uint64_t, int32_t>> node_entries_;  // (node, communicator, channel)
 };

@@ -13,6 +13,18 @@
 // that channel, not on another (with several GPUs per node and channels that rotate them, a
 // GPU receives from the network on one channel and sends to it on another, fed over NVLink).
 //
+// A tree's head GPU of a node sends to and receives from its parent (and each child) over one
+// pair of connections, and what it receives from the GPU it sends to is not that send's input:
+// its parent's broadcast comes down after what it sent up, and what it sends down to a child
+// is made of what came from its parent (and its other children). A leaf's send up is made over
+// NVLink from its node's chain. So where the sender's node holds other ranks of the
+// communicator, its receive from the GPU it sends to is left out of that send's inputs (a
+// ring's entry to a node and its exit there are then different GPUs: no ring input is lost).
+// Without that, a healthy tree of two nodes named a leaf whose chain held a slower GPU: its
+// parent's data arrived early, which "explained" nothing of its wait. On a node of one rank of
+// the communicator, a ring of two nodes feeds each GPU from the GPU it sends to, and that
+// input stays.
+//
 // What it cannot tell apart: a sender whose input comes over NVLink from a GPU of its own
 // node (no receive of its own on that channel, while a GPU of its node receives that channel
 // from another node) is not judged here, since its input's arrival is unseen; the
@@ -47,6 +59,8 @@ struct SendGpuWaitFact {
   double margin = 0;
   double output_late_per_step_ns = -1;
   double wait_per_step_ns = 0;  // its SendGpuWait per step, as recorded
+  std::optional<uint32_t> receiver;  // the process it sends to, where known
+  bool node_holds_others = false;     // its node holds other ranks of the communicator
 };
 
 // A connection's receive half: how late its data arrived (RecvWait above the communicator's
@@ -58,7 +72,8 @@ struct InputArrivalFact {
   int32_t channel = 0;
   double late_per_step_ns = 0;
   bool from_other_node = true;
-  double wait_per_step_ns = -1;  // its RecvWait per step as recorded (-1: not given)
+  double wait_per_step_ns = -1;      // its RecvWait per step as recorded (-1: not given)
+  std::optional<uint32_t> sender;  // the process it came from, where known
 };
 
 // A GPU late with its own data makes its receiver wait for it: what it held back beyond what

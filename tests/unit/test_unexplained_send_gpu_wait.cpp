@@ -25,13 +25,24 @@ constexpr uint64_t kComm = 7;
 // after it), waiting `excess` ns per step beyond the baseline over `steps` steps, `margin` x
 // its guard.
 SendGpuWaitFact send_of(uint32_t sender, double excess, double steps, double margin = 1, int32_t channel = 0) {
-  return {.sender = sender, .node = sender, .comm_hash = kComm, .channel = channel, .excess_per_step_ns = excess,
-          .steps = steps, .margin = margin};
+  SendGpuWaitFact s;
+  s.sender = s.node = sender;
+  s.comm_hash = kComm;
+  s.channel = channel;
+  s.excess_per_step_ns = excess;
+  s.steps = steps;
+  s.margin = margin;
+  return s;
 }
 
 // An input of `receiver` (alone on its node) from another node, `late` ns per step.
 InputArrivalFact input_of(uint32_t receiver, double late, int32_t channel = 0, uint64_t comm = kComm) {
-  return {.receiver = receiver, .node = receiver, .comm_hash = comm, .channel = channel, .late_per_step_ns = late};
+  InputArrivalFact in;
+  in.receiver = in.node = receiver;
+  in.comm_hash = comm;
+  in.channel = channel;
+  in.late_per_step_ns = late;
+  return in;
 }
 
 TEST(UnexplainedSendGpuWait, LateInputExplainsTheWait) {
@@ -107,6 +118,34 @@ TEST(UnexplainedSendGpuWait, WhatASenderSendsOnAChannelIsMadeOfWhatItsNodeReceiv
   inside.from_other_node = false;
   const InputArrivalFact inside_node[] = {inside, entry1};
   EXPECT_EQ(unexplained_send_gpu_wait(std::span(&exit, 1), std::span(inside_node)).size(), 1u);
+}
+
+TEST(UnexplainedSendGpuWait, ATreeHeadsReceiveFromTheGpuItSendsToIsNotThatSendsInput) {
+  // A healthy tree of two nodes, two GPUs each, probing form (seed 884991, per step): on
+  // channel 0 GPU 1 heads the leaf node and sends up to GPU 2, which heads the root node and
+  // sends the result back down. GPU 1's send up waited 835 us for its GPU, fed over NVLink by
+  // a slower GPU of its node; its parent's data came down early. That early broadcast is not
+  // what GPU 1's send up was made of: its input is unseen.
+  SendGpuWaitFact leaf = send_of(1, 700000, 32, 3, 0);
+  leaf.wait_per_step_ns = 835152;
+  leaf.receiver = 2;
+  leaf.node_holds_others = true;
+  InputArrivalFact broadcast = input_of(1, 0, 0);
+  broadcast.sender = 2;
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&leaf, 1), std::span(&broadcast, 1)).empty());
+  EXPECT_FALSE(unexplained_per_step(std::span(&leaf, 1), std::span(&broadcast, 1))[0].has_value());
+  // An interior head sending up is fed by its child (late 5 us), not by its parent (early).
+  InputArrivalFact child = input_of(1, 5000, 0);
+  child.sender = 3;
+  const InputArrivalFact both[] = {broadcast, child};
+  leaf.excess_per_step_ns = 5000;
+  EXPECT_TRUE(unexplained_send_gpu_wait(std::span(&leaf, 1), std::span(both)).empty());
+  EXPECT_DOUBLE_EQ(*unexplained_per_step(std::span(&leaf, 1), std::span(both))[0], 835152.0 - 5000);
+  // One rank of the communicator per node (a ring of two such nodes): the GPU it sends to
+  // feeds it, and its on-time input leaves its wait its own.
+  leaf.node_holds_others = false;
+  leaf.excess_per_step_ns = 700000;
+  EXPECT_EQ(unexplained_send_gpu_wait(std::span(&leaf, 1), std::span(&broadcast, 1)).size(), 1u);
 }
 
 TEST(UnexplainedSendGpuWait, NoMoreIsOwnTimeThanItsReceiverWaitedForTheData) {
