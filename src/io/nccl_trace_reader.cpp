@@ -127,6 +127,8 @@ struct Context {
   uint64_t min_start_clk = 0;
   int64_t min_start_host_ns = 0;  // the ts of the KernelCh event with min_start_clk
   uint64_t max_stop_clk = 0;
+  // Per channel, when its kernel started on the host's clock (its KernelCh ts), where seen.
+  std::vector<std::pair<int32_t, int64_t>> channel_start_host_ns;
 };
 
 struct StepAcc {
@@ -335,6 +337,9 @@ class TraceParser {
             c.min_start_clk = clk;
             c.min_start_host_ns = ev.ts_ns;
           }
+          int64_t channel = -1;
+          if (parse_i64(ev.arg("Channel"), &channel) && channel >= 0 && channel <= INT32_MAX && ev.ts_ns > 0)
+            c.channel_start_host_ns.emplace_back(static_cast<int32_t>(channel), ev.ts_ns);
           // Only channel 0 carries StopGpuClk from 2.28 on (others print 0): take the max.
           uint64_t stop = 0;
           if (parse_u64(ev.arg("StopGpuClk"), &stop) && stop > clk) c.max_stop_clk = std::max(c.max_stop_clk, stop);
@@ -590,6 +595,22 @@ class TraceParser {
     handoffs_.clear();
   }
 
+  // When the kernel of `ctx` started on `channel`, on the host's clock (0: unknown).
+  static int64_t kernel_start_of(const Context& ctx, int32_t channel) {
+    for (const auto& [ch, ts] : ctx.channel_start_host_ns)
+      if (ch == channel) return ts;
+    return 0;
+  }
+
+  // Where phase p of step s begins: RecvGpuWait, the GPU consuming a slot, begins no earlier
+  // than the kernel that consumes it (a host that runs ahead has its proxy receive data before
+  // its GPU reaches the collective; that wait is the GPU's way to the collective, not its
+  // consumption).
+  static int64_t phase_begin(const StepAcc& s, int p, int64_t kernel_start) {
+    if (p != kRecvGpuWait || kernel_start <= 0) return s.begin[p];
+    return std::clamp(kernel_start, s.begin[p], s.end[p]);
+  }
+
   void close_op(int64_t end_ts) {
     if (!op_.open) return;
     op_.open = false;
@@ -649,12 +670,15 @@ class TraceParser {
       if (first_begin > same->first_begin) *same = c;
     }
     handoffs_.clear();
+    const int64_t kernel_start = r.is_send ? 0 : kernel_start_of(ctx, op_.channel);
     for (const Chosen& c : chosen_) {
       if (c.missing_end) ++reasons_[op_.is_send ? kSendStepWithoutEnd : kRecvStepWithoutEnd];
       for (int p = 0; p < kPhaseCount; ++p)
-        if (c.kept & (1u << p)) r.phase_ns[p] += static_cast<uint64_t>(c.step->end[p] - c.step->begin[p]);
+        if (c.kept & (1u << p))
+          r.phase_ns[p] += static_cast<uint64_t>(c.step->end[p] - phase_begin(*c.step, p, kernel_start));
       if (!r.is_send && (c.kept & (1u << kRecvGpuWait))) {
-        auto consume = static_cast<uint64_t>(c.step->end[kRecvGpuWait] - c.step->begin[kRecvGpuWait]);
+        const int64_t begin = phase_begin(*c.step, kRecvGpuWait, kernel_start);
+        auto consume = static_cast<uint64_t>(c.step->end[kRecvGpuWait] - begin);
         if (!r.has_recv_gpu_wait_min || consume < r.recv_gpu_wait_min_ns) r.recv_gpu_wait_min_ns = consume;
         r.has_recv_gpu_wait_min = 1;
       }

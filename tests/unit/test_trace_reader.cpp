@@ -151,6 +151,29 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   EXPECT_EQ(d.kernel_starts[0].is_p2p, 0u);
 }
 
+// A host that runs ahead: the receive's data lands before the kernel reaches the collective,
+// and the GPU consumes it only from then on. RecvGpuWait counts from the kernel's start on its
+// channel (its KernelCh ts), not from the data's landing.
+TEST(TraceReader, RecvGpuWaitBeginsNoEarlierThanItsChannelsKernel) {
+  const std::string kernel_at_101 =
+      R"({"name": "KernelCh", "cat": "GPU", "ph": "b", "id": 0, "pid": 4242, "tid": 1, "ts": 101.000000)";
+  const std::string kernel_at_143 =
+      R"({"name": "KernelCh", "cat": "GPU", "ph": "b", "id": 0, "pid": 4242, "tid": 1, "ts": 143.000000)";
+  LocalData d = read(replace(kGoodTrace, kernel_at_101, kernel_at_143));
+  const ProxyOpRecord* recv = find_op(d, false);
+  ASSERT_TRUE(recv);
+  // Step 0 landed at 141 us, two before the kernel started, and was consumed by 145: two
+  // microseconds of it count. Step 1 (152-154) landed after the start: all of it.
+  EXPECT_EQ(recv->phase_ns[kRecvGpuWait], 4000u);
+  EXPECT_EQ(recv->recv_gpu_wait_min_ns, 2000u);
+  EXPECT_EQ(recv->phase_ns[kRecvWait], 70000u);  // the other phases as recorded
+  EXPECT_EQ(find_op(d, true)->phase_ns[kSendGpuWait], 12000u);
+  // A kernel of another channel does not bound this one's.
+  d = read(replace(replace(kGoodTrace, kernel_at_101, kernel_at_143), R"("args": {"Channel": 0, "StartGpuClk")",
+                   R"("args": {"Channel": 1, "StartGpuClk")"));
+  EXPECT_EQ(find_op(d, false)->phase_ns[kRecvGpuWait], 6000u);
+}
+
 // Sends queued behind each other overlap: the wire time counts each moment once, from the
 // first completion on, so a backlog queued before it is left out.
 TEST(TraceReader, WireTimeOfQueuedSendsIsTheirUnionAfterTheFirstCompletion) {
