@@ -608,7 +608,7 @@ class TraceParser {
   // consumption).
   static int64_t phase_begin(const StepAcc& s, int p, int64_t kernel_start) {
     if (p != kRecvGpuWait || kernel_start <= 0) return s.begin[p];
-    return std::clamp(kernel_start, s.begin[p], s.end[p]);
+    return std::min(std::max(kernel_start, s.begin[p]), s.end[p]);
   }
 
   void close_op(int64_t end_ts) {
