@@ -174,6 +174,15 @@ void stop_proxy_op(OpState* op) {
 
 // ---- ProxySteps and KernelCh events ------------------------------------------------------------
 
+// When the kernel that consumes a receive op's steps started on its channel, as the proxy saw
+// it (0: a send, not seen yet, or no task to ask).
+uint64_t kernel_start_of(const OpState& op) {
+  const int channel = op.rec.channel;
+  if ((op.rec.flags & kOpSend) || channel < 0 || channel >= kKernelChannels) return 0;
+  if (op.task == UINT32_MAX || !g.pools.task_current(op.task, op.task_gen)) return 0;
+  return g.pools.tasks[op.task].kernel_start_ns[channel].load(std::memory_order_relaxed);
+}
+
 void* start_step(void* parent, int step) {
   OpState* op = g.pools.op_of(parent);
   if (op == nullptr || op->busy.load(std::memory_order_relaxed) == 0) return nullptr;
@@ -205,10 +214,15 @@ void record_step_state(StepState* s, ncp_state_t state, const ncp_state_args_v4*
   if (op->view_slot == s->slot) refresh_inflight(op);
 }
 
-void* kernel_start(void* parent, uint64_t p_timer) {
+void* kernel_start(void* parent, int channel, uint64_t p_timer) {
   TaskView v;
   if (!g.pools.task_view(parent, &v)) return &g_ignored;
   if (p_timer != 0) atomic_min_nonzero(&g.shard.colls[v.index].kernel_start_clk, p_timer);
+  if (channel >= 0 && channel < kKernelChannels) {
+    uint64_t unseen = 0;  // the first start seen counts
+    g.pools.tasks[v.index].kernel_start_ns[channel].compare_exchange_strong(unseen, now_ns(),
+                                                                            std::memory_order_relaxed);
+  }
   KernelHandle* k = g.pools.alloc_kernel(v);
   return k != nullptr ? static_cast<void*>(k) : &g_ignored;  // without one its stop clock is lost
 }
@@ -235,7 +249,7 @@ void start_any_event(void* context, void** handle, D* d) {
       *handle = start_step(d->parent_obj, d->u.proxy_step.step);
       break;
     case NCP_EV_KERNEL_CH:
-      *handle = kernel_start(d->parent_obj, d->u.kernel_ch.p_timer);
+      *handle = kernel_start(d->parent_obj, d->u.kernel_ch.channel_id, d->u.kernel_ch.p_timer);
       break;
     default:
       break;  // Group, API, ProxyCtrl, NetPlugin, CE events: not recorded
@@ -253,7 +267,7 @@ void stop_event(void* handle) {
   if (StepState* s = g.pools.step_of(handle)) {
     OpState* op = &g.pools.ops[s->op_index];
     if (!s->active || op->busy.load(std::memory_order_relaxed) == 0) return;
-    finish_step(op, s, now_ns());
+    finish_step(op, s, now_ns(), kernel_start_of(*op));
     refresh_inflight(op);
   } else if (OpState* op = g.pools.op_of(handle)) {
     if (op->busy.load(std::memory_order_relaxed) == 0) return;

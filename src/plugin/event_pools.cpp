@@ -107,6 +107,7 @@ void* EventPools::issue_task(TaskState* t, uint64_t comm_hash, uint32_t comm_slo
   std::atomic_ref<int32_t>(t->rank).store(rank, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(t->seq).store(seq, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(t->p2p).store(p2p ? 1 : 0, std::memory_order_relaxed);
+  for (std::atomic<uint64_t>& start : t->kernel_start_ns) start.store(0, std::memory_order_relaxed);
   t->gen.store(gen, std::memory_order_release);
   return task_space + static_cast<uint64_t>(gen) * coll_cap + t->index;
 }

@@ -22,6 +22,9 @@ inline constexpr uint32_t kKindIgnored = 0x49474e44;  // "IGND"
 inline constexpr uint32_t kKindKernel = 0x4b434831;   // "KCH1"
 inline constexpr int kStepSlots = 16;                 // NCCL keeps at most NCCL_STEPS (8) open per op
 inline constexpr int kAllocTries = 64;
+// Channels whose kernel start a task keeps (NCCL's MAXCHANNELS); a KernelCh of a higher
+// channel is timed on the GPU clock only.
+inline constexpr int kKernelChannels = 64;
 
 struct CommCtx {
   uint32_t kind;
@@ -49,6 +52,9 @@ struct TaskState {
   uint64_t seq;
   int32_t rank;
   uint32_t p2p;
+  // Per channel, when the proxy saw its kernel start (its KernelCh start event, on the host's
+  // clock; 0: not yet): a receive step's RecvGpuWait counts from then at the earliest.
+  std::atomic<uint64_t> kernel_start_ns[kKernelChannels];
 };
 
 // A consistent copy of a current task's identity (EventPools::task_view).

@@ -74,8 +74,12 @@ inline void note_send_wait(OpState* op, uint64_t begin, uint64_t end) {
 }
 
 // Phases of a step that stopped at `stop`: each lasts from its state until the next recorded
-// state of the step, or until the step stopped.
-inline void add_step_phases(OpState* op, const StepState* s, uint64_t stop) {
+// state of the step, or until the step stopped. A receive's RecvGpuWait, the GPU consuming the
+// slot, begins no earlier than `kernel_start` (its channel's kernel, as the proxy saw it start;
+// 0: unknown): where the host runs ahead, data lands before the kernel reaches the collective,
+// and the wait until then is the GPU's way there, not its consumption (as the trace reader,
+// docs/formats.md).
+inline void add_step_phases(OpState* op, const StepState* s, uint64_t stop, uint64_t kernel_start) {
   shard::OpRecord& r = op->rec;
   const uint8_t m = s->mask;
   for (int p = 0; p < shard::kPhases; ++p) {
@@ -87,21 +91,22 @@ inline void add_step_phases(OpState* op, const StepState* s, uint64_t stop) {
         break;
       }
     }
-    if (end > s->ts[p]) {
-      r.phase_ns[p] += end - s->ts[p];
-      if (s->step < shard::kFillSteps) r.fill_phase_ns[p] += end - s->ts[p];
+    const uint64_t begin = p == 5 ? std::max(s->ts[p], kernel_start) : s->ts[p];
+    if (end > begin) {
+      r.phase_ns[p] += end - begin;
+      if (s->step < shard::kFillSteps) r.fill_phase_ns[p] += end - begin;
     }
-    if (p == 2 && (r.flags & shard::kOpSend)) note_send_wait(op, s->ts[p], end);
+    if (p == 2 && (r.flags & shard::kOpSend)) note_send_wait(op, begin, end);
     // A receive's shortest RecvGpuWait: a GPU slow to consume is slow in every step.
-    if (p == 5 && !(r.flags & shard::kOpSend)) note_shortest_step(r, end > s->ts[p] ? end - s->ts[p] : 0);
+    if (p == 5 && !(r.flags & shard::kOpSend)) note_shortest_step(r, end > begin ? end - begin : 0);
   }
 }
 
 // A step that stopped at `stop`: its phases, steps and bytes join its op; its slot closes.
-inline void finish_step(OpState* op, StepState* s, uint64_t stop) {
+inline void finish_step(OpState* op, StepState* s, uint64_t stop, uint64_t kernel_start) {
   shard::OpRecord& r = op->rec;
   if (s->mask != 0) {
-    add_step_phases(op, s, stop);
+    add_step_phases(op, s, stop, kernel_start);
     ++r.steps;
     if (s->step < shard::kFillSteps) ++r.fill_steps;
     uint64_t b = s->trans;

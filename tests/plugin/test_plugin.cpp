@@ -350,6 +350,62 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
   EXPECT_EQ(data.inputs[0].layout, "v4");
 }
 
+// A host that runs ahead: the receive's data lands before the kernel reaches the collective.
+// RecvGpuWait counts from its channel's kernel start as the proxy saw it (its KernelCh start
+// event), as the trace reader does; a kernel of another channel does not bound it.
+TEST(PluginRecords, RecvGpuWaitCountsFromItsChannelsKernelStart) {
+  const std::string dir = scratch("kernel_start");
+  int rc = run_in_child([&] {
+    setenv("NCCL_CULPRIT_DIR", dir.c_str(), 1);
+    PluginLib lib;
+    if (!lib.load(kPlugin)) return 2;
+    FakeNccl n(lib, 6);
+    const uint64_t t0 = 1000000;
+    lib.set_time(t0);
+    void* ctx = n.init(77, "c", 1, 8, 0, nullptr);
+    if (!ctx) return 10;
+    void* coll = n.start_coll(ctx, 0, 5);
+    void* other = n.start_kernel_ch(ctx, coll, 0, 0, 4000);  // channel 0, before any step
+    void* op = n.start_proxy_op(ctx, coll, 0, getpid(), 1, 3, 2, 512, false);
+    void* st = n.start_step(ctx, op, 0, 0);
+    n.record(st, NCP_STATE_RECV_WAIT, 512);
+    lib.set_time(t0 + 10);
+    n.record(st, NCP_STATE_RECV_FLUSH_WAIT, 512);
+    lib.set_time(t0 + 30);
+    n.record(st, NCP_STATE_RECV_GPU_WAIT, 512);  // landed 20 ns before its kernel started
+    lib.set_time(t0 + 50);
+    void* kch = n.start_kernel_ch(ctx, coll, 0, 1, 5000);
+    lib.set_time(t0 + 60);
+    n.stop(st);
+    void* st1 = n.start_step(ctx, op, 0, 1);
+    n.record(st1, NCP_STATE_RECV_WAIT, 512);
+    lib.set_time(t0 + 70);
+    n.record(st1, NCP_STATE_RECV_FLUSH_WAIT, 512);
+    lib.set_time(t0 + 80);
+    n.record(st1, NCP_STATE_RECV_GPU_WAIT, 512);
+    lib.set_time(t0 + 100);
+    n.stop(st1);
+    n.stop(op);
+    n.stop(kch);
+    n.stop(other);
+    n.stop(coll);
+    n.finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  auto files = shards_in(dir);
+  ASSERT_EQ(files.size(), 1u);
+  ShardSnapshot s;
+  ASSERT_TRUE(read_shard_snapshot(files[0], s)) << s.error;
+  ASSERT_EQ(s.completed.size(), 1u);
+  const OpRecord& r = s.completed[0];
+  EXPECT_EQ(r.channel, 1);
+  EXPECT_EQ(r.phase_ns[3], 20u);  // RecvWait and RecvFlushWait as recorded
+  EXPECT_EQ(r.phase_ns[4], 30u);
+  EXPECT_EQ(r.phase_ns[5], 10u + 20u);  // step 0 from the kernel's start (t0 + 50), step 1 whole
+  EXPECT_EQ(r.shortest_step_ns, 10u);
+}
+
 // Bad handles, PXN ops, exhausted pools, odd states: nothing crashes, losses are counted.
 TEST(PluginRecords, SurvivesWhatNcclMightHandIt) {
   const std::string dir = scratch("robust");
