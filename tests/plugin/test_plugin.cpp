@@ -79,6 +79,28 @@ std::vector<std::string> shards_in(const std::string& dir) {
   return out;
 }
 
+// One receive step of `op` as NCCL reports it from time `t`: RecvWait, RecvFlushWait from t + 10,
+// RecvGpuWait from t + 30, stopped at t + 60 (10, 20 and 30 ns). `before_stop`, if any, runs at
+// t + 50 (a kernel start, say).
+template <class BeforeStop>
+void receive_step(FakeNccl& n, PluginLib& lib, void* ctx, void* op, int rank, int step, uint64_t t,
+                  BeforeStop before_stop) {
+  lib.set_time(t);
+  void* st = n.start_step(ctx, op, rank, step);
+  n.record(st, NCP_STATE_RECV_WAIT, 512);
+  lib.set_time(t + 10);
+  n.record(st, NCP_STATE_RECV_FLUSH_WAIT, 512);
+  lib.set_time(t + 30);
+  n.record(st, NCP_STATE_RECV_GPU_WAIT, 512);
+  lib.set_time(t + 50);
+  before_stop();
+  lib.set_time(t + 60);
+  n.stop(st);
+}
+void receive_step(FakeNccl& n, PluginLib& lib, void* ctx, void* op, int rank, int step, uint64_t t) {
+  receive_step(n, lib, ctx, op, rank, step, t, [] {});
+}
+
 // ---- the library itself -------------------------------------------------------------------------
 
 TEST(PluginAbi, ExportsTheThreeInterfacesAndNothingElse) {
@@ -299,14 +321,7 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
       void* coll = n.start_coll(ctx, iface, 40 + iface);
       void* kch = n.start_kernel_ch(ctx, coll, iface, 0, 5000 + iface);
       void* op = n.start_proxy_op(ctx, coll, iface, getpid(), 1, 0, 1, 512, false);
-      void* st = n.start_step(ctx, op, iface, 0);
-      n.record(st, NCP_STATE_RECV_WAIT, 512);
-      lib.set_time(t0 + 10);
-      n.record(st, NCP_STATE_RECV_FLUSH_WAIT, 512);
-      lib.set_time(t0 + 30);
-      n.record(st, NCP_STATE_RECV_GPU_WAIT, 512);
-      lib.set_time(t0 + 60);
-      n.stop(st);
+      receive_step(n, lib, ctx, op, iface, 0, t0);
       n.stop(op);
       n.record_kernel_stop(kch, 9000 + iface);
       n.stop(kch);
@@ -367,24 +382,10 @@ TEST(PluginRecords, RecvGpuWaitCountsFromItsChannelsKernelStart) {
     void* coll = n.start_coll(ctx, 0, 5);
     void* other = n.start_kernel_ch(ctx, coll, 0, 0, 4000);  // channel 0, before any step
     void* op = n.start_proxy_op(ctx, coll, 0, getpid(), 1, 3, 2, 512, false);
-    void* st = n.start_step(ctx, op, 0, 0);
-    n.record(st, NCP_STATE_RECV_WAIT, 512);
-    lib.set_time(t0 + 10);
-    n.record(st, NCP_STATE_RECV_FLUSH_WAIT, 512);
-    lib.set_time(t0 + 30);
-    n.record(st, NCP_STATE_RECV_GPU_WAIT, 512);  // landed 20 ns before its kernel started
-    lib.set_time(t0 + 50);
-    void* kch = n.start_kernel_ch(ctx, coll, 0, 1, 5000);
-    lib.set_time(t0 + 60);
-    n.stop(st);
-    void* st1 = n.start_step(ctx, op, 0, 1);
-    n.record(st1, NCP_STATE_RECV_WAIT, 512);
-    lib.set_time(t0 + 70);
-    n.record(st1, NCP_STATE_RECV_FLUSH_WAIT, 512);
-    lib.set_time(t0 + 80);
-    n.record(st1, NCP_STATE_RECV_GPU_WAIT, 512);
-    lib.set_time(t0 + 100);
-    n.stop(st1);
+    // Step 0's data is ready for its GPU at t0 + 30, 20 ns before the kernel starts on channel 1.
+    void* kch = nullptr;
+    receive_step(n, lib, ctx, op, 0, 0, t0, [&] { kch = n.start_kernel_ch(ctx, coll, 0, 1, 5000); });
+    receive_step(n, lib, ctx, op, 0, 1, t0 + 100);
     n.stop(op);
     n.stop(kch);
     n.stop(other);
@@ -401,8 +402,8 @@ TEST(PluginRecords, RecvGpuWaitCountsFromItsChannelsKernelStart) {
   const OpRecord& r = s.completed[0];
   EXPECT_EQ(r.channel, 1);
   EXPECT_EQ(r.phase_ns[3], 20u);  // RecvWait and RecvFlushWait as recorded
-  EXPECT_EQ(r.phase_ns[4], 30u);
-  EXPECT_EQ(r.phase_ns[5], 10u + 20u);  // step 0 from the kernel's start (t0 + 50), step 1 whole
+  EXPECT_EQ(r.phase_ns[4], 40u);
+  EXPECT_EQ(r.phase_ns[5], 10u + 30u);  // step 0 from the kernel's start (t0 + 50), step 1 whole
   EXPECT_EQ(r.shortest_step_ns, 10u);
 }
 
