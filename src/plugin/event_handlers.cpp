@@ -46,7 +46,7 @@ void* start_task(CommCtx* c, int rank, bool p2p, uint64_t seq, int peer) {
   }
   const uint64_t now = now_ns();
   if (rank < 0) rank = c->rank;
-  void* ticket = g.pools.issue_task(t, c->comm_hash, c->slot, rank, seq, p2p);
+  void* ticket = g.pools.issue_task(t, c->comm_hash, c->slot, rank, seq, p2p, now);
   CollEntry e{};
   e.comm_hash = c->comm_hash;
   e.seq = seq;
@@ -180,7 +180,9 @@ uint64_t kernel_start_of(const OpState& op) {
   const int channel = op.rec.channel;
   if ((op.rec.flags & kOpSend) || channel < 0 || channel >= kKernelChannels) return 0;
   if (op.task == UINT32_MAX || !g.pools.task_current(op.task, op.task_gen)) return 0;
-  return g.pools.tasks[op.task].kernel_start_ns[channel].load(std::memory_order_relaxed);
+  const TaskState& t = g.pools.tasks[op.task];
+  const uint64_t start = t.kernel_start_ns[channel].load(std::memory_order_relaxed);
+  return start >= std::atomic_ref<const uint64_t>(t.issued_ns).load(std::memory_order_relaxed) ? start : 0;
 }
 
 void* start_step(void* parent, int step) {
@@ -219,9 +221,13 @@ void* kernel_start(void* parent, int channel, uint64_t p_timer) {
   if (!g.pools.task_view(parent, &v)) return &g_ignored;
   if (p_timer != 0) atomic_min_nonzero(&g.shard.colls[v.index].kernel_start_clk, p_timer);
   if (channel >= 0 && channel < kKernelChannels) {
-    uint64_t unseen = 0;  // the first start seen counts
-    g.pools.tasks[v.index].kernel_start_ns[channel].compare_exchange_strong(unseen, now_ns(),
-                                                                            std::memory_order_relaxed);
+    // The first start seen counts; one before the task's issue is an earlier occupant's.
+    TaskState& t = g.pools.tasks[v.index];
+    const uint64_t issued = std::atomic_ref<uint64_t>(t.issued_ns).load(std::memory_order_relaxed);
+    uint64_t seen = t.kernel_start_ns[channel].load(std::memory_order_relaxed);
+    const uint64_t now = now_ns();
+    while (seen < issued && !t.kernel_start_ns[channel].compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+    }
   }
   KernelHandle* k = g.pools.alloc_kernel(v);
   return k != nullptr ? static_cast<void*>(k) : &g_ignored;  // without one its stop clock is lost

@@ -97,7 +97,7 @@ TaskState* EventPools::alloc_task() { return claim_free(tasks, coll_cap, task_cu
 
 // gen = 0 while writing (tickets of the earlier occupant go stale), then the next generation.
 void* EventPools::issue_task(TaskState* t, uint64_t comm_hash, uint32_t comm_slot, int32_t rank,
-                             uint64_t seq, bool p2p) {
+                             uint64_t seq, bool p2p, uint64_t issued_ns) {
   const uint32_t old = t->gen.load(std::memory_order_relaxed);
   const uint32_t gen = old % (task_gens - 1) + 1;  // 1 .. task_gens-1
   t->gen.store(0, std::memory_order_relaxed);
@@ -107,7 +107,7 @@ void* EventPools::issue_task(TaskState* t, uint64_t comm_hash, uint32_t comm_slo
   std::atomic_ref<int32_t>(t->rank).store(rank, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(t->seq).store(seq, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(t->p2p).store(p2p ? 1 : 0, std::memory_order_relaxed);
-  for (std::atomic<uint64_t>& start : t->kernel_start_ns) start.store(0, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(t->issued_ns).store(issued_ns, std::memory_order_relaxed);
   t->gen.store(gen, std::memory_order_release);
   return task_space + static_cast<uint64_t>(gen) * coll_cap + t->index;
 }

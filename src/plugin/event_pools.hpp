@@ -52,8 +52,11 @@ struct TaskState {
   uint64_t seq;
   int32_t rank;
   uint32_t p2p;
-  // Per channel, when the proxy saw its kernel start (its KernelCh start event, on the host's
-  // clock; 0: not yet): a receive step's RecvGpuWait counts from then at the earliest.
+  uint64_t issued_ns;  // when this occupant was issued, on the plugin's clock
+  // Per channel, when the proxy saw its kernel start (its KernelCh start event, on the plugin's
+  // clock): a receive step's RecvGpuWait counts from then at the earliest. A time before
+  // issued_ns is an earlier occupant's (not cleared at issue: 64 stores on 8 cold cache lines
+  // per collective cost the event path a quarter of a microsecond), and means "not yet".
   std::atomic<uint64_t> kernel_start_ns[kKernelChannels];
 };
 
@@ -129,9 +132,9 @@ struct EventPools {
 
   // ---- allocation (lock-free; nullptr when kAllocTries slots in a row are busy) ----
   TaskState* alloc_task();
-  // Fills a freshly allocated task and returns its ticket.
+  // Fills a freshly allocated task, issued at `issued_ns`, and returns its ticket.
   void* issue_task(TaskState* t, uint64_t comm_hash, uint32_t comm_slot, int32_t rank,
-                   uint64_t seq, bool p2p);
+                   uint64_t seq, bool p2p, uint64_t issued_ns);
   OpState* alloc_op();
   KernelHandle* alloc_kernel(const TaskView& task);
 
