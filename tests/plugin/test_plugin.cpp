@@ -854,5 +854,27 @@ TEST(ShardDiagnosis, PipelineSlowGpu) {
   expect_culprit("pp_slow_gpu", kPipeline + ",fault=slow_gpu:5", 5, "gpu_producer");
 }
 
+// A healthy tree+dp job under LL128 whose hosts run ahead (a false root of the healthy-only
+// study in NCCL traces, docs/accuracy.md): data lands before the receivers' kernels reach the
+// collective. Counted from the kernels' starts, as the trace reader does, nobody is named.
+TEST(ShardDiagnosis, HostsAheadHealthyTreeNamesNobody) {
+  const std::string spec =
+      "topology=tree,comms=world+dp,nodes=3,gpus=7,channels=8,seqs=8,bytes=27020K,jitter=0.299,hetero=0.077,"
+      "seed=169921,compute=0.724,host=ahead,proto=ll128,fault=none";
+  const std::string work = scratch("ahead_healthy");
+  mock::Simulation sim(mock::Scenario::parse(spec));
+  std::string err;
+  auto pids = write_simulated_shards(kPlugin, sim, work + "/data", &err);
+  ASSERT_EQ(err, "");
+  ASSERT_EQ(shards_in(work + "/data").size(), sim.processes().size());
+  Verdict v = analyze("--shared '" + work + "/data'", work);
+  ASSERT_EQ(v.rc, 0) << v.output;
+  ASSERT_TRUE(v.doc.is_object()) << v.output;
+  uint64_t records = 0;
+  for (const auto& in : v.doc["inputs"]) records += in["records"].get<uint64_t>();
+  EXPECT_GT(records, 1000u);
+  EXPECT_EQ(v.doc["culprits"].size(), 0u) << v.doc["culprits"].dump();
+}
+
 }  // namespace
 }  // namespace culprit::plugintest
