@@ -44,6 +44,9 @@ Yardstick yardstick_of(std::vector<double> others) {
 struct Deficit {
   WaitDeficit wait;
   bool hierarchy = false;
+  // It meets one peer on each channel it uses (a tree's leaf, or the root of one of NCCL's
+  // binary trees, which has one child): its neighbours' wait on it does not tell it apart.
+  bool one_peer_per_channel = false;
   WaitDeficit kept_waiting;
   std::vector<WaitDeficit> per_channel;
   bool in_first_tree = false, in_second_tree = false;  // judged on a channel of each
@@ -173,6 +176,9 @@ std::map<Who, Deficit> deficits_of(const Groups& groups) {
       Deficit& d = out[{group[i].process, group[i].comm_hash}];
       d.wait = departure(waited_less, i);
       d.hierarchy = hierarchy;
+      d.one_peer_per_channel = std::ranges::all_of(group[i].place.per_channel, [](const auto& part) {
+        return part.first <= 1 && part.second <= 1;
+      });
       if (hierarchy) d.kept_waiting = departure(kept_waiting, i);
     }
     if (hierarchy) add_channel_departures(group, out);
@@ -189,7 +195,9 @@ PeerOutlier weaker(const PeerOutlier& a, const PeerOutlier& b) { return a.margin
 //   - its neighbours: they do not wait on the root more than on others, but a late member
 //     keeps every neighbour waiting on it. It stands out by its wait and by the least wait of
 //     a neighbour on it. Where every member waits for the whole collective, as in a tree's
-//     broadcast, its neighbours wait long on everybody and this test is weak.
+//     broadcast, its neighbours wait long on everybody and this test is weak. A member that
+//     meets one peer per channel may be a binary tree's root, whose one child waits on it for
+//     the whole broadcast: this test does not judge it.
 //   - its channels: a member's part differs channel by channel (NCCL's double binary tree
 //     makes a node a leaf in one tree where it is interior in the other, over an even number
 //     of nodes the root of one a leaf of the other, and a node's GPUs take turns at its
@@ -201,7 +209,8 @@ PeerOutlier judged(const Deficit& d, double tail) {
   if (!d.hierarchy) return alone;
   const double half = tail / 2;
   const PeerOutlier wait{t_of(d.wait), critical_t(d.wait.df, half)};
-  const PeerOutlier by_neighbours = weaker(wait, {t_of(d.kept_waiting), critical_t(d.kept_waiting.df, half)});
+  PeerOutlier by_neighbours = weaker(wait, {t_of(d.kept_waiting), critical_t(d.kept_waiting.df, half)});
+  if (d.one_peer_per_channel) by_neighbours.t = 0;
   PeerOutlier by_channels = wait;
   if (!(d.in_first_tree && d.in_second_tree)) by_channels.t = 0;
   for (const WaitDeficit& c : d.per_channel) by_channels = weaker(by_channels, {t_of(c), critical_t(c.df, half)});

@@ -23,7 +23,11 @@
 //     channel (a tree; on a ring each has one of each), a late member is told from such a
 //     part by either of two tests, each at half the family-wise rate. Its neighbours: they do
 //     not wait on a root more than on others, while a late member keeps every neighbour
-//     waiting on it, so it must also stand out by the least wait of a neighbour on it. Its
+//     waiting on it, so it must also stand out by the least wait of a neighbour on it. Not
+//     a member that meets one peer on each channel: the root of each of NCCL's binary trees
+//     has one child, which waits on it for the whole broadcast, and its place is a leaf's (in
+//     two healthy probing jobs of 33 and 35 nodes, node 1's head GPU, the second tree's root,
+//     stood out so at t 5.6-5.9 and was named; on six probing seeds no other row changed). Its
 //     channels: a member's part differs channel by channel (a node is a leaf in one tree of
 //     NCCL's double binary tree and interior in the other, and its GPUs take turns at its
 //     ends), while a late member is late on every channel; so it must also stand out on each

@@ -2,7 +2,8 @@
 // in a tree where it keeps its neighbours waiting or is late on every channel, and a ring's
 // member that only sends; the last of a healthy spread, a member that only receives, one that
 // only sends on a wire slower than its peers' or in a tree, one that waits less by its part
-// in a tree, and one that came late to one communicator only are not; elsewhere a GPU is
+// in a tree (a binary tree's root of one child among them), and one that came late to one
+// communicator only are not; elsewhere a GPU is
 // compared with the members apart from its finding's communicator (last_arrivals.hpp).
 #include "analysis/last_arrivals.hpp"
 
@@ -117,7 +118,7 @@ TEST(LastArrivals, ARingMemberThatOnlySendsIsJudgedUnlessItsWireIsSlower) {
   // waiting: the channel test compares members that send and receive. Receiving too, it is.
   std::vector<MemberWait> tree = exits(wait, std::vector<double>(8, 0.09));
   for (MemberWait& m : tree) m.place = kTreeLeaf;
-  tree.front().place = kTreeInterior;
+  tree.front().place = tree.back().place = kTreeInterior;  // a leaf's neighbours do not judge it (below)
   const std::vector<double> waited_on = {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 2.0};
   for (size_t i = 0; i < tree.size(); ++i) tree[i].least_waited_on_ns = waited_on[i] * 1e6;
   EXPECT_TRUE(last_arrivals(tree).empty());
@@ -140,6 +141,22 @@ TEST(LastArrivals, InATreeAMemberMustAlsoKeepItsNeighboursWaiting) {
   std::vector<MemberWait> ring =
       members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15, 0.9}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3, 0.3});
   EXPECT_EQ(last_arrivals(ring).count({8, kComm}), 1u);
+}
+
+TEST(LastArrivals, AMemberMeetingOnePeerPerChannelIsNotNamedByItsNeighboursWait) {
+  // The root of each of NCCL's binary trees has one child, which waits on it for the whole
+  // broadcast: such a root waits least and keeps its one neighbour waiting longest, by its
+  // part alone, and its place (one peer per channel) is a leaf's. In two healthy tree+dp jobs
+  // of 33 and 35 nodes (probing form), the head GPU of node 1, the second tree's root,
+  // stood out by both at t 5.6-5.9 and was named. Not named by its neighbours' wait; at an
+  // interior place the same figures name it.
+  std::vector<MemberWait> tree =
+      members({1.9, 2.0, 2.1, 2.2, 2.0, 1.95, 2.05, 2.15}, {0.3, 0.35, 0.3, 0.25, 0.3, 0.35, 0.3, 0.3}, kTreeLeaf);
+  tree.front().place = kTreeInterior;
+  tree.push_back({8, kComm, 0, kTreeLeaf, 0.2e6, 2.0e6, true, true, 1, {}, 0, 0.2e6, 0.2e6});
+  EXPECT_TRUE(last_arrivals(tree).empty());
+  tree.back().place = kTreeInterior;
+  EXPECT_EQ(last_arrivals(tree).count({8, kComm}), 1u);
 }
 
 TEST(LastArrivals, InATreeALateMemberStandsOutOnEveryChannelItIsJudgedIn) {
