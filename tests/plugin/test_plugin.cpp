@@ -79,6 +79,14 @@ std::vector<std::string> shards_in(const std::string& dir) {
   return out;
 }
 
+// The one shard a test's process wrote under `dir`: its path, read into `s`.
+void read_the_shard(const std::string& dir, std::string& path, ShardSnapshot& s) {
+  const auto files = shards_in(dir);
+  ASSERT_EQ(files.size(), 1u);
+  path = files[0];
+  ASSERT_TRUE(read_shard_snapshot(path, s)) << s.error;
+}
+
 // One receive step of `op` as NCCL reports it from time `t`: RecvWait, RecvFlushWait from t + 10,
 // RecvGpuWait from t + 30, stopped at t + 60 (10, 20 and 30 ns). `before_stop`, if any, runs at
 // t + 50 (a kernel start, say).
@@ -207,15 +215,13 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
     return 0;
   });
   ASSERT_EQ(rc, 0);
-  auto files = shards_in(dir);
-  ASSERT_EQ(files.size(), 1u);
-  struct stat st;
-  ASSERT_EQ(stat(files[0].c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(fs::path(files[0]).filename().string().rfind("hostA-", 0), 0u);
-
+  std::string file;
   ShardSnapshot s;
-  ASSERT_TRUE(read_shard_snapshot(files[0], s)) << s.error;
+  ASSERT_NO_FATAL_FAILURE(read_the_shard(dir, file, s));
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(fs::path(file).filename().string().rfind("hostA-", 0), 0u);
   EXPECT_EQ(s.host, "hostA");
   EXPECT_EQ(s.clock, uint32_t{shard::kClockTest});
   EXPECT_EQ(s.nccl_interface, 6u);
@@ -278,7 +284,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
 
   // Through the analyzer's reader.
   LocalData data;
-  read_shard_file(files[0], "ignored", data);
+  read_shard_file(file, "ignored", data);
   ASSERT_EQ(data.inputs.size(), 1u);
   EXPECT_EQ(data.inputs[0].error, "");
   EXPECT_EQ(data.inputs[0].format, "shard");
@@ -300,7 +306,7 @@ TEST(PluginRecords, PhasesOfProxyOpsAsNcclReportsThem) {
   EXPECT_FALSE(data.ops[0].has_recv_gpu_wait_min);
   EXPECT_EQ(data.ops[3].phase_ns[kRecvWait], 200u);
   EXPECT_EQ(data.ops[3].end_ns, 0u);
-  EXPECT_EQ(detect_format(files[0], "auto"), "shard");
+  EXPECT_EQ(detect_format(file, "auto"), "shard");
 }
 
 // The same calls through v4, v5 and v6 descriptors give the same records.
@@ -332,10 +338,9 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
     return 0;
   });
   ASSERT_EQ(rc, 0);
-  auto files = shards_in(dir);
-  ASSERT_EQ(files.size(), 1u);
+  std::string file;
   ShardSnapshot s;
-  ASSERT_TRUE(read_shard_snapshot(files[0], s)) << s.error;
+  ASSERT_NO_FATAL_FAILURE(read_the_shard(dir, file, s));
   EXPECT_EQ(s.nccl_interface, 4u);  // the first init's
   EXPECT_TRUE(s.state & shard::kStateFinalized);
   ASSERT_EQ(s.comms.size(), 3u);
@@ -358,7 +363,7 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
     EXPECT_EQ(s.collectives[k].kernel_stop_clk, 9000u + 4 + k);
   }
   LocalData data;
-  read_shard_file(files[0], "h", data);
+  read_shard_file(file, "h", data);
   ASSERT_EQ(data.kernel_starts.size(), 3u);
   EXPECT_EQ(data.kernel_starts[2].start_gpu_clk_ns, 5006u);
   EXPECT_EQ(data.kernel_starts[2].stop_gpu_clk_ns, 9006u);
@@ -394,10 +399,9 @@ TEST(PluginRecords, RecvGpuWaitCountsFromItsChannelsKernelStart) {
     return 0;
   });
   ASSERT_EQ(rc, 0);
-  auto files = shards_in(dir);
-  ASSERT_EQ(files.size(), 1u);
+  std::string file;
   ShardSnapshot s;
-  ASSERT_TRUE(read_shard_snapshot(files[0], s)) << s.error;
+  ASSERT_NO_FATAL_FAILURE(read_the_shard(dir, file, s));
   ASSERT_EQ(s.completed.size(), 1u);
   const OpRecord& r = s.completed[0];
   EXPECT_EQ(r.channel, 1);
@@ -455,16 +459,15 @@ TEST(PluginRecords, SurvivesWhatNcclMightHandIt) {
     return 0;
   });
   ASSERT_EQ(rc, 0);
-  auto files = shards_in(dir);
-  ASSERT_EQ(files.size(), 1u);
+  std::string file;
   ShardSnapshot s;
-  ASSERT_TRUE(read_shard_snapshot(files[0], s)) << s.error;
+  ASSERT_NO_FATAL_FAILURE(read_the_shard(dir, file, s));
   EXPECT_EQ(s.pxn_ops, 1u);
   EXPECT_EQ(s.orphan_ops, 1u);
   EXPECT_EQ(s.dropped_ops, 4u);
   EXPECT_EQ(s.in_flight.size(), 0u);
   LocalData data;
-  read_shard_file(files[0], "h", data);
+  read_shard_file(file, "h", data);
   ASSERT_EQ(data.inputs.size(), 1u);
   const InputReport& in = data.inputs[0];
   EXPECT_EQ(in.reject_reasons.count("proxy op of another process (PXN)"), 1u);
