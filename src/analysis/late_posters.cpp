@@ -1,7 +1,9 @@
 #include "analysis/late_posters.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,41 @@ std::vector<PeerFigure> senders(std::span<const PostingDelay> connections) {
 }
 
 using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
+
+bool one_peer_per_channel(const FlowPlace& place) {
+  return !place.per_channel.empty() &&
+         std::ranges::all_of(place.per_channel, [](const auto& part) { return part.first <= 1 && part.second <= 1; });
+}
+
+// The collective communicators that are rings of their own: every receiver and sender of their
+// connections meets one peer per channel, and no other communicator is their replica.
+std::set<uint64_t> rings_of_their_own(std::span<const PostingDelay> connections) {
+  std::set<uint64_t> rings, not_rings;
+  std::map<uint64_t, std::set<uint64_t>> replicas;
+  for (const PostingDelay& c : connections) {
+    replicas[c.replicas].insert(c.comm_hash);
+    const bool ring =
+        c.collective && one_peer_per_channel(c.place) && (!c.sender || one_peer_per_channel(c.sender->place));
+    (ring ? rings : not_rings).insert(c.comm_hash);
+  }
+  for (const auto& [family, comms] : replicas)
+    if (comms.size() > 1) not_rings.insert(comms.begin(), comms.end());
+  for (uint64_t comm : not_rings) rings.erase(comm);
+  return rings;
+}
+
+// In a ring of its own, every other receiver's figure fell by a late GPU's lateness: half its
+// departure is its lateness, and half its input's offset comes with it (late_posters.hpp).
+constexpr double kRingVarianceShare = 1.25;
+
+void count_lateness_once_in_rings(std::span<const PostingDelay> connections, Departures& receiving) {
+  const std::set<uint64_t> rings = rings_of_their_own(connections);
+  for (auto& [who, d] : receiving)
+    if (rings.count(who.second)) {
+      d.excess /= 2;
+      d.variance *= kRingVarianceShare;
+    }
+}
 
 // Who came late, per (process, communicator): the best margin of its tests.
 using Found = std::map<std::pair<uint32_t, uint64_t>, LatePoster>;
@@ -76,7 +113,9 @@ Departures both_sides(const Departures& receiving, const Departures& sending) {
 }  // namespace
 
 PostingDepartures posting_departures(std::span<const PostingDelay> connections) {
-  return {peer_departures(receivers(connections)), peer_departures(senders(connections))};
+  PostingDepartures out{peer_departures(receivers(connections)), peer_departures(senders(connections))};
+  count_lateness_once_in_rings(connections, out.receiving.of);
+  return out;
 }
 
 std::map<std::pair<uint32_t, uint64_t>, LatePoster> late_posters(const PostingDepartures& departures,

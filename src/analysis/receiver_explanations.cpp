@@ -148,6 +148,7 @@ LatePosts late_posts_of(const ReceiverInputs& in) {
                    f.view.step_ns[kSendPeerWait] - f.view.step_ns[kRecvWait], {}};
     if (const std::optional<PeerRole> from = roles.of(f.src, key.comm_hash, key.src_rank))
       d.sender = PostingDelay::Sender{f.src, from->place, from->stage};
+    d.collective = !f.p2p;
     delays.push_back(d);
   }
   LatePosts out{posting_departures(delays), {}, in.arrivals.last_arrivals, in.arrivals.wait_deficits, {}, {}};
