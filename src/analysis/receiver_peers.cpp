@@ -19,12 +19,19 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
     const EdgeKey& k = v.edge->key;
     ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
     if (v.has_recv) inputs_of_[{k.comm_hash, k.dst_rank, k.channel}].push_back(&v);
+    if (v.has_send) {
+      double& blocked = output_blocked_[{k.comm_hash, k.src_rank, k.channel}];
+      blocked = std::max(blocked, v.step_ns[kSendPeerWait]);
+    }
   }
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     for (int p : kReceiverPhases)
-      if (has_half_of(v, p))
-        groups_[kind_of(k)][p].members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
+      if (has_half_of(v, p)) {
+        Group& g = groups_[kind_of(k)][p];
+        g.members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
+        if (p == kRecvGpuWait) g.unblocked.emplace_back(unblocked_hold(v), std::make_pair(k.comm_hash, k.dst_rank));
+      }
   }
   for (const EdgeView& v : views)
     if (v.has_recv && v.consume_min_ns)
@@ -104,9 +111,22 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
                                 ? every_step_margin(view, others_of(g.shortest, g.shortest_without, receiver), cycle_ns)
                                 : std::numeric_limits<double>::infinity();
   if (every_step == 0) return {};
-  Excess excess = excess_over_peers(value, others_of(g.members, g.base_without, receiver), scale);
+  // Few peers: each is a bar the hold must clear, and a hold its own blocked output explains
+  // is no bar for consumption (receiver_peers.hpp).
+  const Robust& base = others_of(g.members, g.base_without, receiver);
+  Excess excess = phase == kRecvGpuWait && base.n < kMinRobustSample
+                      ? excess_over_peers(std::min(value, unblocked_hold(view)),
+                                          others_of(g.unblocked, g.unblocked_without, receiver), scale)
+                      : excess_over_peers(value, base, scale);
   excess.margin = std::min(excess.margin, every_step);
   return excess;
+}
+
+double ReceiverPeers::unblocked_hold(const EdgeView& view) const {
+  const EdgeKey& k = view.edge->key;
+  auto blocked = output_blocked_.find({k.comm_hash, k.dst_rank, k.channel});
+  const double hold = view.step_ns[kRecvGpuWait];
+  return blocked == output_blocked_.end() ? hold : std::max(0.0, hold - blocked->second);
 }
 
 double ReceiverPeers::held_value(const EdgeView& view, int phase, bool combines) const {

@@ -21,7 +21,16 @@
 // Held buffers (withheld credit, slow consumption) only throttle a pipeline when they cost a
 // good part of a transfer, so those two are judged at credit_rel_floor of the step scale;
 // flush at rel_floor. With fewer than kMinRobustSample connections into other receivers there
-// is no robust baseline: an outlier must then stand above every one of them.
+// is no robust baseline: an outlier must then stand above every one of them. For consumption,
+// each hold counts there less its receiver's own wait for credit on that channel, the judged
+// one's too: a GPU whose output is full holds its input for that (under LL, a tree's GPUs wait
+// on each other's credit in a loop), and its hold is no bar for how fast a GPU consumes. Where
+// many receivers are judged, their median is left as it is: healthy loops of credit hold every
+// input of a large LL tree alike, and held holds as the reference keep them from standing out
+// (less their blocked output, they named up to 17 GPUs of one healthy tree+dp job). Measured on
+// a tree of three nodes of one GPU under LL: a 2.42x consumer, 39 % slower, held its inputs
+// 84-86 us a step with its sends waiting for no credit; the other two held theirs as long while
+// waiting 87 us a step for credit. Judged against their holds, it was named by nobody.
 //
 // Slow consumption must also be in every step. A GPU slow to consume frees every slot late;
 // a GPU that holds a slot while it waits for something else (an input over NVLink, which no
@@ -66,6 +75,7 @@ class ReceiverPeers {
   struct Group {
     Values members;   // each connection's value
     Values shortest;  // its shortest step, where known (kRecvGpuWait only)
+    Values unblocked;  // its hold less its receiver's wait for credit there (kRecvGpuWait only)
     std::vector<double> sorted;         // the members' values, ascending
     std::map<Receiver, size_t> inputs;  // the members of each receiver
     // Per receiver, the baseline of the other receivers' connections (a slow receiver is slow
@@ -73,6 +83,7 @@ class ReceiverPeers {
     // first needed: one per receiver of a large kind would cost the kind's size squared.
     mutable std::map<Receiver, Robust> base_without;
     mutable std::map<Receiver, Robust> shortest_without;
+    mutable std::map<Receiver, Robust> unblocked_without;
   };
   // Whether `value` of `receiver` may stand above the other receivers' median by `floor`:
   // false where it cannot, whatever their spread (their median is at least the full group's
@@ -85,6 +96,9 @@ class ReceiverPeers {
   double every_step_margin(const EdgeView& view, const Robust& shortest, double cycle_ns) const;
   // The held time judged: a combining receiver's hold less its latest sibling input's delay.
   double held_value(const EdgeView& view, int phase, bool combines) const;
+  // A connection's RecvGpuWait per step less its receiver's longest SendPeerWait per step on
+  // the same communicator and channel (at least 0).
+  double unblocked_hold(const EdgeView& view) const;
   // `value` against `base`, the other receivers' connections, with the floors at `scale`.
   Excess excess_over_peers(double value, const Robust& base, double scale) const;
   double sibling_wait(const EdgeView& view) const;
@@ -94,6 +108,7 @@ class ReceiverPeers {
   WireGroups wire_groups_;
   std::map<Channel, int> fan_in_;  // connections into each receiving channel
   std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
+  std::map<Channel, double> output_blocked_;  // (comm, sending rank, channel): its longest SendPeerWait per step
   std::map<Kind, std::map<int, Group>> groups_;
 };
 

@@ -232,6 +232,31 @@ TEST(ReceiverPeers, WithFewPeersAnOutlierMustStandAboveEveryOtherReceiver) {
   EXPECT_DOUBLE_EQ(quiet.anomaly(views[0], kSendPeerWait, kCycleNs).ns, 0);
 }
 
+TEST(ReceiverPeers, WithFewPeersAHoldItsBlockedOutputExplainsIsNoBar) {
+  // A simulated tree of three nodes of one GPU under LL (us per step): GPU 1, 2.42x slow to
+  // consume, holds its inputs 84-86 us while its sends wait 0-4 us for credit; GPUs 0 and 2
+  // hold some of theirs as long, each waiting 87 us for the other's or GPU 1's credit.
+  const std::vector<EdgeSummary> edges = {
+      conn(0, 1, 1, {1.0, 86.3, 12.3, 15.3, 0, 84.3}), conn(0, 2, 0, {1.0, 87.0, 12.4, 15.4, 0, 85.2}),
+      conn(0, 2, 1, {87.1, 0, 12.5, 98.5, 0, 1.1}),    conn(1, 0, 1, {87.3, 0, 12.2, 98.5, 0, 1.0}),
+      conn(1, 2, 0, {1.1, 4.0, 33.9, 36.9, 0, 2.7}),   conn(2, 0, 0, {12.0, 31.6, 16.8, 22.5, 0, 74.9}),
+      conn(2, 0, 1, {1.1, 87.3, 12.0, 15.0, 0, 85.2}), conn(2, 1, 0, {1.1, 87.8, 12.1, 15.1, 0, 86.2})};
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  // GPU 1's inputs stand above the others' holds less their blocked output (none left).
+  EXPECT_NEAR(peers.anomaly(views[0], kRecvGpuWait, 12000).ns, 84300, 1);
+  EXPECT_NEAR(peers.anomaly(views[7], kRecvGpuWait, 12000).ns, 86200 - 4000, 1);
+  // GPUs 0 and 2 held theirs for their blocked output: nobody's consumption.
+  for (size_t i : {1u, 2u, 3u, 4u, 5u, 6u}) EXPECT_DOUBLE_EQ(peers.anomaly(views[i], kRecvGpuWait, 12000).ns, 0) << i;
+  // A healthy loop of credit: every GPU holds 34 us a step, its sends waiting 36 for credit.
+  std::vector<EdgeSummary> loop;
+  for (int r = 0; r < 3; ++r) loop.push_back(conn(r, (r + 1) % 3, 0, {1, 36, 12, 15, 0, 34}));
+  views = views_of(loop);
+  ReceiverPeers healthy(views, cfg);
+  for (size_t i = 0; i < views.size(); ++i) EXPECT_DOUBLE_EQ(healthy.anomaly(views[i], kRecvGpuWait, 12000).ns, 0) << i;
+}
+
 TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
   // Receiver 3 consumes 30 us per step on average, 29 us above its peers: enough by the mean.
   std::vector<EdgeSummary> edges = ring_of_six();
