@@ -26,10 +26,10 @@
 // with them the median it is judged against, so its departure counts its lateness twice
 // against their spread once. It is halved there. Its peers then judge its lateness once: the
 // half of its own input's offset that it keeps adds a quarter of a GPU's variance to the
-// departure's. In simulated healthy rings written as probing exports, the slowest GPU of
-// eight-to-63-node rings stood out so at t 4.9-6.0 against critical values of 4.9-5.6 (four
-// of nine false roots on two fresh seeds, 923 healthy jobs); its wait deficit, which counts
-// the same lateness once (last_arrivals.hpp), stood at t 3.3-4.9. Replicas (data-parallel
+// departure's. In simulated healthy rings of 8-63 nodes written as probing exports, a GPU that
+// came last stood out so at t 4.9-6.0 against critical values of 4.9-5.6 (four of nine false
+// roots in 923 healthy jobs of two seeds); its wait deficit, which counts the same lateness
+// once (last_arrivals.hpp), stood at t 3.3-4.9. Replicas (data-parallel
 // rings) are judged against each other's members as well, whom its lateness does not hold up.
 //
 // What it cannot tell apart: a slow consumer from a late GPU (probing records no
