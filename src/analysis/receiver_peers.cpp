@@ -3,12 +3,22 @@
 #include <algorithm>
 #include <limits>
 
+#include "analysis/robust_stats.hpp"
+
 namespace culprit {
 namespace {
 
 const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
 
 bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ? v.has_send : v.has_recv; }
+
+constexpr int32_t kNoPeer = -1, kSeveralPeers = -2;
+
+// Records `peer` as one of a channel end's peers: the only one so far, or several.
+void note_only_peer(int32_t& only, int32_t peer) {
+  if (only == kNoPeer) only = peer;
+  else if (only != peer) only = kSeveralPeers;
+}
 
 }  // namespace
 
@@ -18,11 +28,17 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
     ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
-    if (v.has_recv) inputs_of_[{k.comm_hash, k.dst_rank, k.channel}].push_back(&v);
+    if (v.has_recv) {
+      inputs_of_[{k.comm_hash, k.dst_rank, k.channel}].push_back(&v);
+      auto [quickest, first] = quickest_hold_.try_emplace({k.comm_hash, k.dst_rank}, v.step_ns[kRecvGpuWait]);
+      if (!first) quickest->second = std::min(quickest->second, v.step_ns[kRecvGpuWait]);
+    }
     if (v.has_send) {
       double& blocked = output_blocked_[{k.comm_hash, k.src_rank, k.channel}];
       blocked = std::max(blocked, v.step_ns[kSendPeerWait]);
     }
+    note_only_peer(only_input_.try_emplace({k.comm_hash, k.dst_rank, k.channel}, kNoPeer).first->second, k.src_rank);
+    note_only_peer(only_output_.try_emplace({k.comm_hash, k.src_rank, k.channel}, kNoPeer).first->second, k.dst_rank);
   }
   for (const EdgeView& v : views) {
     const EdgeKey& k = v.edge->key;
@@ -33,6 +49,9 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
         if (p == kRecvGpuWait) g.unblocked.emplace_back(unblocked_hold(v), std::make_pair(k.comm_hash, k.dst_rank));
       }
   }
+  std::map<uint64_t, std::vector<double>> quickest_by_comm;
+  for (const auto& [receiver, hold] : quickest_hold_) quickest_by_comm[receiver.first].push_back(hold);
+  for (auto& [comm, holds] : quickest_by_comm) typical_quickest_hold_[comm] = median_of(holds);
   for (const EdgeView& v : views)
     if (v.has_recv && v.consume_min_ns)
       groups_[kind_of(v.edge->key)][kRecvGpuWait].shortest.emplace_back(
@@ -103,9 +122,16 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
   const Group& g = group->second;
   const Receiver receiver{view.edge->key.comm_hash, view.edge->key.dst_rank};
   if (!has_half_of(view, phase)) return {};
-  const double value = held_value(view, phase, combines);
   const double scale = phase == kRecvFlushWait ? cycle_ns : cycle_ns * config_.credit_rel_floor / config_.rel_floor;
-  if (!may_stand_out(g, receiver, value, std::max(config_.rel_floor * scale, config_.abs_floor_ns))) return {};
+  const double floor = std::max(config_.rel_floor * scale, config_.abs_floor_ns);
+  const double quick_floor = std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns);
+  // A receiver that sends its input's data back to that input's sender alone, and consumes its
+  // quickest input as fast as the communicator's receivers typically consume theirs, holds
+  // this one for its own output's credit (receiver_peers.hpp): that much is no consumption.
+  const double value = phase == kRecvGpuWait && held_for_returned_data(view, quick_floor)
+                           ? std::min(held_value(view, phase, combines), unblocked_hold(view))
+                           : held_value(view, phase, combines);
+  if (!may_stand_out(g, receiver, value, floor)) return {};
   // Slow consumption must be so in every step: a second guard, and the margin is the tighter.
   const double every_step = phase == kRecvGpuWait && !g.shortest.empty()
                                 ? every_step_margin(view, others_of(g.shortest, g.shortest_without, receiver), cycle_ns)
@@ -120,6 +146,23 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
                       : excess_over_peers(value, base, scale);
   excess.margin = std::min(excess.margin, every_step);
   return excess;
+}
+
+bool ReceiverPeers::held_for_returned_data(const EdgeView& view, double floor) const {
+  const EdgeKey& k = view.edge->key;
+  if (!returns_to_sender(k)) return false;
+  auto quickest = quickest_hold_.find({k.comm_hash, k.dst_rank});
+  if (quickest == quickest_hold_.end()) return false;
+  auto typical = typical_quickest_hold_.find(k.comm_hash);
+  return quickest->second - typical->second <= floor;
+}
+
+bool ReceiverPeers::returns_to_sender(const EdgeKey& key) const {
+  if (p2p_sizes_.count(key.comm_hash)) return false;  // a stage's send and receive are separate calls
+  auto input = only_input_.find({key.comm_hash, key.dst_rank, key.channel});
+  auto output = only_output_.find({key.comm_hash, key.dst_rank, key.channel});
+  return input != only_input_.end() && output != only_output_.end() && input->second == key.src_rank &&
+         output->second == key.src_rank;
 }
 
 double ReceiverPeers::unblocked_hold(const EdgeView& view) const {

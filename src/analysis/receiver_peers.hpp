@@ -32,6 +32,22 @@
 // 84-86 us a step with its sends waiting for no credit; the other two held theirs as long while
 // waiting 87 us a step for credit. Judged against their holds, it was named by nobody.
 //
+// A receiver of a collective that meets one peer alone on a channel, receiving from it and
+// sending to it only (a binary tree's root and its one child, NCCL's ncclGetBtree; a ring of
+// two), returns that peer's data to it: it frees an input slot once its output to the same
+// peer has credit. A GPU slow to consume holds every input longer, its quickest too. So where
+// the receiver holds its quickest input of the communicator no longer than the communicator's
+// receivers typically hold theirs (beyond rel_floor of the step and abs_floor_ns), its hold
+// there counts less its sends' wait for credit. The records cannot tell such a root from a
+// leaf, which meets its parent alone too. A GPU slow to consume is judged by its holds whole,
+// the wait of a loop of LL credit included, where its own hold comes round as its sends' wait
+// (a tree of three nodes; a 1.75x consumer of a tree+dp under LL held its quickest input 11 us
+// a step against its communicator's 1 us, and made the job twice as slow). Measured on a
+// healthy tree+dp of 26 nodes under LL (seed 242621): the data-parallel root held its child's
+// data 31 us a step while its sends back down waited 33 us for the child's credit, and held the
+// other tree's broadcast 1 us; its peers by kind, the leaves, held the broadcast 1 us, and it
+// was named a consumer at 0.98.
+//
 // Slow consumption must also be in every step. A GPU slow to consume frees every slot late;
 // a GPU that holds a slot while it waits for something else (an input over NVLink, which no
 // record shows, or a free output slot) holds only the steps that found that late, and its
@@ -99,6 +115,13 @@ class ReceiverPeers {
   // A connection's RecvGpuWait per step less its receiver's longest SendPeerWait per step on
   // the same communicator and channel (at least 0).
   double unblocked_hold(const EdgeView& view) const;
+  // Whether `view`'s receiver returns its data to its sender alone (returns_to_sender) and
+  // holds its quickest input of the communicator no longer, beyond `floor`, than the
+  // communicator's receivers typically hold theirs (no GPU slow to consume).
+  bool held_for_returned_data(const EdgeView& view, double floor) const;
+  // Whether the receiver of `key` meets its sender alone on that channel, in both directions, in a
+  // collective (a send/recv stage's forward and backward calls never wait for each other).
+  bool returns_to_sender(const EdgeKey& key) const;
   // `value` against `base`, the other receivers' connections, with the floors at `scale`.
   Excess excess_over_peers(double value, const Robust& base, double scale) const;
   double sibling_wait(const EdgeView& view) const;
@@ -109,6 +132,10 @@ class ReceiverPeers {
   std::map<Channel, int> fan_in_;  // connections into each receiving channel
   std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
   std::map<Channel, double> output_blocked_;  // (comm, sending rank, channel): its longest SendPeerWait per step
+  // (comm, rank, channel): the one rank it receives from / sends to (-2: several).
+  std::map<Channel, int32_t> only_input_, only_output_;
+  std::map<Receiver, double> quickest_hold_;  // the shortest RecvGpuWait per step of its inputs
+  std::map<uint64_t, double> typical_quickest_hold_;  // per communicator: its receivers' median
   std::map<Kind, std::map<int, Group>> groups_;
 };
 

@@ -257,6 +257,53 @@ TEST(ReceiverPeers, WithFewPeersAHoldItsBlockedOutputExplainsIsNoBar) {
   for (size_t i = 0; i < views.size(); ++i) EXPECT_DOUBLE_EQ(healthy.anomaly(views[i], kRecvGpuWait, 12000).ns, 0) << i;
 }
 
+// A binary tree under LL (us per step, a healthy 26-node data-parallel tree, seed 242621).
+// On channel 0 the root meets its one child alone and holds the child's data 31 us while its
+// own sends back down wait 33 us for the child's credit (`root_credit_us`); leaves, its peers
+// by kind (one input each), hold the broadcast 1 us. On channel 1, the other tree, the root is
+// a leaf under rank 1 and holds that broadcast `root_leaf_hold_us`.
+std::vector<EdgeSummary> tree_root_and_leaves(double root_credit_us, double root_leaf_hold_us, double leaf_hold_us) {
+  std::vector<EdgeSummary> edges = {
+      conn(16, 0, 0, {1, 33, 12, 15, 0, 31}), conn(0, 16, 0, {1, root_credit_us, 12, 15, 0, 32}),
+      conn(1, 0, 1, {34, 0, 12, 45, 0, root_leaf_hold_us}), conn(0, 1, 1, {1, 33, 12, 15, 0, 1})};
+  for (int32_t parent : {2, 6, 10, 14, 18, 22})
+    for (int32_t leaf : {parent - 1, parent + 1}) {
+      edges.push_back(conn(parent, leaf, 0, {34, 0, 12, 45, 0, leaf == 3 ? leaf_hold_us : 1}));
+      edges.push_back(conn(leaf, parent, 0, {1, 33, 12, 15, 0, 31}));
+    }
+  for (int32_t child : {8, 24}) {  // the root's child combines its own children's data
+    edges.push_back(conn(child, 16, 0, {1, 33, 12, 15, 0, 31}));
+    edges.push_back(conn(16, child, 0, {34, 0, 12, 45, 0, 1}));
+  }
+  return edges;
+}
+
+TEST(ReceiverPeers, AHoldForCreditFromTheSenderItReturnsTheDataToIsNoConsumption) {
+  AttributionConfig cfg;
+  const std::vector<EdgeSummary> healthy_tree = tree_root_and_leaves(33, 1, 1);
+  std::vector<EdgeView> views = views_of(healthy_tree);
+  ReceiverPeers healthy(views, cfg);
+  for (size_t i = 0; i < views.size(); ++i) EXPECT_DOUBLE_EQ(healthy.anomaly(views[i], kRecvGpuWait, 12000).ns, 0) << i;
+  // The same hold with the child's credit at once is the root's own consumption.
+  const std::vector<EdgeSummary> credit_at_once = tree_root_and_leaves(2, 1, 1);
+  views = views_of(credit_at_once);
+  EXPECT_NEAR(ReceiverPeers(views, cfg).anomaly(views[0], kRecvGpuWait, 12000).ns, 31000 - 2000 - 1000, 1);
+  // A root that holds even its quickest input longer than the communicator's receivers
+  // typically hold theirs (11 us against 1) is slow to consume: its hold counts whole.
+  const std::vector<EdgeSummary> slow_root = tree_root_and_leaves(33, 11, 1);
+  views = views_of(slow_root);
+  EXPECT_NEAR(ReceiverPeers(views, cfg).anomaly(views[0], kRecvGpuWait, 12000).ns, 31000 - 1000, 1);
+  // So is a leaf that holds its one input long: the records show it as they show a root.
+  const std::vector<EdgeSummary> slow_leaf_tree = tree_root_and_leaves(33, 1, 80);
+  views = views_of(slow_leaf_tree);
+  ReceiverPeers slow_leaf(views, cfg);
+  EXPECT_NEAR(slow_leaf.anomaly(views[6], kRecvGpuWait, 12000).ns, 80000 - 1000, 1);
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (i == 6) continue;
+    EXPECT_DOUBLE_EQ(slow_leaf.anomaly(views[i], kRecvGpuWait, 12000).ns, 0) << i;
+  }
+}
+
 TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
   // Receiver 3 consumes 30 us per step on average, 29 us above its peers: enough by the mean.
   std::vector<EdgeSummary> edges = ring_of_six();
