@@ -27,6 +27,13 @@ struct FlowPlace {
 
   // The place without its part channel by channel: its connections' counts alone.
   FlowPlace counts() const { return {receives, sends, {}}; }
+  // It receives from one peer and sends to one at most on every channel it uses (a ring's
+  // member, a tree's leaf or root with one child); false where built without channels.
+  bool one_peer_per_channel() const {
+    for (const auto& [received, sent] : per_channel)
+      if (received > 1 || sent > 1) return false;
+    return !per_channel.empty();
+  }
 };
 
 // Per (communicator, rank) with a connection to another rank: its place.

@@ -176,10 +176,7 @@ std::map<Who, Deficit> deficits_of(const Groups& groups) {
       Deficit& d = out[{group[i].process, group[i].comm_hash}];
       d.wait = departure(waited_less, i);
       d.hierarchy = hierarchy;
-      const auto& parts = group[i].place.per_channel;
-      d.one_peer_per_channel = !parts.empty() && std::ranges::all_of(parts, [](const auto& part) {
-        return part.first <= 1 && part.second <= 1;
-      });
+      d.one_peer_per_channel = group[i].place.one_peer_per_channel();
       if (hierarchy) d.kept_waiting = departure(kept_waiting, i);
     }
     if (hierarchy) add_channel_departures(group, out);

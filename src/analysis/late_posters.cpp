@@ -1,6 +1,5 @@
 #include "analysis/late_posters.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -34,11 +33,6 @@ std::vector<PeerFigure> senders(std::span<const PostingDelay> connections) {
 
 using Departures = std::map<std::pair<uint32_t, uint64_t>, PeerDeparture>;
 
-bool one_peer_per_channel(const FlowPlace& place) {
-  return !place.per_channel.empty() &&
-         std::ranges::all_of(place.per_channel, [](const auto& part) { return part.first <= 1 && part.second <= 1; });
-}
-
 // The collective communicators that are rings of their own: every receiver and sender of their
 // connections meets one peer per channel, and no other communicator is their replica.
 std::set<uint64_t> rings_of_their_own(std::span<const PostingDelay> connections) {
@@ -47,7 +41,7 @@ std::set<uint64_t> rings_of_their_own(std::span<const PostingDelay> connections)
   for (const PostingDelay& c : connections) {
     replicas[c.replicas].insert(c.comm_hash);
     const bool ring =
-        c.collective && one_peer_per_channel(c.place) && (!c.sender || one_peer_per_channel(c.sender->place));
+        c.collective && c.place.one_peer_per_channel() && (!c.sender || c.sender->place.one_peer_per_channel());
     (ring ? rings : not_rings).insert(c.comm_hash);
   }
   for (const auto& [family, comms] : replicas)

@@ -14,7 +14,7 @@ bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ?
 
 constexpr int32_t kNoPeer = -1, kSeveralPeers = -2;
 
-// Records `peer` as one of a channel end's peers: the only one so far, or several.
+// Records `peer` as one of a sending channel end's peers: the only one so far, or several.
 void note_only_peer(int32_t& only, int32_t peer) {
   if (only == kNoPeer) only = peer;
   else if (only != peer) only = kSeveralPeers;
@@ -37,7 +37,6 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
       double& blocked = output_blocked_[{k.comm_hash, k.src_rank, k.channel}];
       blocked = std::max(blocked, v.step_ns[kSendPeerWait]);
     }
-    note_only_peer(only_input_.try_emplace({k.comm_hash, k.dst_rank, k.channel}, kNoPeer).first->second, k.src_rank);
     note_only_peer(only_output_.try_emplace({k.comm_hash, k.src_rank, k.channel}, kNoPeer).first->second, k.dst_rank);
   }
   for (const EdgeView& v : views) {
@@ -159,9 +158,10 @@ bool ReceiverPeers::held_for_returned_data(const EdgeView& view, double floor) c
 
 bool ReceiverPeers::returns_to_sender(const EdgeKey& key) const {
   if (p2p_sizes_.count(key.comm_hash)) return false;  // a stage's send and receive are separate calls
-  auto input = only_input_.find({key.comm_hash, key.dst_rank, key.channel});
+  // Its one input is this connection (fan_in_ counts it), and its one output goes back.
+  auto inputs = fan_in_.find({key.comm_hash, key.dst_rank, key.channel});
   auto output = only_output_.find({key.comm_hash, key.dst_rank, key.channel});
-  return input != only_input_.end() && output != only_output_.end() && input->second == key.src_rank &&
+  return inputs != fan_in_.end() && inputs->second == 1 && output != only_output_.end() &&
          output->second == key.src_rank;
 }
 

@@ -132,8 +132,8 @@ class ReceiverPeers {
   std::map<Channel, int> fan_in_;  // connections into each receiving channel
   std::map<Channel, std::vector<const EdgeView*>> inputs_of_;
   std::map<Channel, double> output_blocked_;  // (comm, sending rank, channel): its longest SendPeerWait per step
-  // (comm, rank, channel): the one rank it receives from / sends to (-2: several).
-  std::map<Channel, int32_t> only_input_, only_output_;
+  // (comm, sending rank, channel): the one rank it sends to (-2: several).
+  std::map<Channel, int32_t> only_output_;
   std::map<Receiver, double> quickest_hold_;  // the shortest RecvGpuWait per step of its inputs
   std::map<uint64_t, double> typical_quickest_hold_;  // per communicator: its receivers' median
   std::map<Kind, std::map<int, Group>> groups_;
