@@ -33,10 +33,6 @@ static_assert(std::is_trivially_copyable_v<GapSample>);
 // Most gaps kept per communicator rank (the newest): enough for the statistics, small at 16k GPUs.
 inline constexpr size_t kMaxGapSamples = 256;
 
-// NCCL's slots per connection (NCCL_STEPS): the buffer a GPU fills before it must wait, in
-// steps (pipeline/passage_lag.hpp).
-inline constexpr int kSlotsPerConnection = 8;
-
 // A communicator rank's fixed-size facts: everything of a GlobalCommRank but its list of
 // gaps. Trivially copyable, so the exchange sends it as it is (pipeline/exchange_wire.hpp):
 // a member added here reaches rank 0 without further code.
@@ -80,6 +76,12 @@ struct CommRankFixed {
   double exit_shortfall_sq_sum = 0;
   uint32_t entry_lag_samples = 0;
   uint32_t exit_shortfall_samples = 0;
+  // Its network receives' holds where its output slots' gates are known (GatedHoldRecord,
+  // core/records.hpp), summed over the window: the steps, their holds and the part of each
+  // hold after the step's inputs were all in and its output slots free (its own).
+  uint64_t gated_steps = 0;
+  uint64_t gated_hold_sum_ns = 0;
+  uint64_t gated_own_sum_ns = 0;
 };
 static_assert(std::is_trivially_copyable_v<CommRankFixed>);
 

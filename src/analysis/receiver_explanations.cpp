@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "analysis/gated_holds.hpp"
 #include "analysis/late_posters.hpp"
 #include "analysis/peer_roles.hpp"
 #include "analysis/withheld_credit.hpp"
@@ -303,13 +304,21 @@ std::optional<Connection> late_post_under_floor(const Connection& c, const LateP
   return taken;
 }
 
-// A receiver slow to consume on a backpressured lane: backpressure holds its input no longer
-// per step than its onward exits' sends were held (lanes.hpp); what it holds beyond both that
-// and its peers is its own, with its margin scaled down alike.
-void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in, ReceiverTimes& times) {
+// A receiver slow to consume on a backpressured lane: what it holds beyond its peers and
+// beyond the backpressure is its own, with its margin scaled down alike. Where its per-step
+// traces set each hold against its output slots (gated_holds.hpp), its own time per step is
+// measured. Otherwise backpressure holds its input no longer per step than its onward exits'
+// sends were held (lanes.hpp), a bound off by NCCL_STEPS steps: summed over an op's last
+// recorded steps, the holds of a lane that stalled and then drained outweigh its sends' waits.
+void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in,
+                                           const std::map<std::pair<uint32_t, uint64_t>, double>& gated_own,
+                                           ReceiverTimes& times) {
   const EdgeFacts& f = c.facts;
   const double excess = f.anomaly[kRecvGpuWait];
-  const double beyond = std::min(excess, f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
+  const auto own = gated_own.find({f.dst, c.comm});
+  const double beyond = std::min(excess, own != gated_own.end()
+                                             ? own->second
+                                             : f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
   const double margin = c.consume_margin * beyond / excess;
   if (beyond > 0 && margin > 1)
     times.offer(f.dst, c.comm, beyond * c.recv_steps, CulpritClass::kGpuConsumer, margin);
@@ -348,6 +357,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     auto late = late_by_host.find(in.context.host_of(receiver));
     return late == late_by_host.end() ? kNoneLate : late->second;
   };
+  const std::map<std::pair<uint32_t, uint64_t>, double> gated_own = gated_own_time_per_step(in.observations);
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
@@ -378,7 +388,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     } else {
       offer_own_flush(c, times);
-      if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, times);
+      if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, gated_own, times);
     }
   }
   times.commit(in.context, receiving_comms(in), evidence, holds);

@@ -63,6 +63,27 @@ struct ProxyOpRecord {
 };
 static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 
+// NCCL's slots per connection (NCCL_STEPS): the buffer a GPU fills before it must wait, in
+// steps. A GPU writes output step j once its send of step j - kSlotsPerConnection completed.
+inline constexpr int kSlotsPerConnection = 8;
+
+// A collective receive op's holds set against its GPU's output slots (io/slot_gates.hpp):
+// over the recorded steps whose onward sends' gates are recorded too, the hold (RecvGpuWait)
+// and the part of it after the step's inputs had all arrived and its output slots were free,
+// which is the GPU's own time. Only per-step traces have it, and only where the onward sends
+// are the same process's network sends (a GPU that forwards over NVLink has none).
+struct GatedHoldRecord {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  uint64_t hold_ns = 0;
+  uint64_t own_ns = 0;
+  uint32_t process = 0;  // index into the reading node's local process table
+  int32_t rank = -1;
+  uint32_t steps = 0;
+  uint32_t pad_ = 0;
+};
+static_assert(std::is_trivially_copyable_v<GatedHoldRecord>);
+
 // When a proxy op's GPU handed each recorded step's slot over (a receive: RecvGpuWait's end,
 // the slot freed; a send: SendGpuWait's end, the data ready), as a line over the step number:
 // the mean end on the recording process's own clock, the mean step number and the slope (ns

@@ -174,6 +174,10 @@ void LocalData::absorb(LocalData&& other) {
     h.process = remap[h.process];
     handoffs.push_back(h);
   }
+  for (GatedHoldRecord g : other.gated_holds) {
+    g.process = remap[g.process];
+    gated_holds.push_back(g);
+  }
   for (InputReport& in : other.inputs) inputs.push_back(std::move(in));
   for (P2pCallCount c : other.p2p_calls) {
     c.process = remap[c.process];

@@ -127,6 +127,7 @@ class LocalData {
   std::vector<ProxyOpRecord> ops;
   std::vector<KernelStartRecord> kernel_starts;
   std::vector<HandoffLine> handoffs;  // per-step traces' collective proxy ops
+  std::vector<GatedHoldRecord> gated_holds;  // per-step traces' collective receive ops
   std::vector<InputReport> inputs;
   std::vector<QpStat> qp_stats;  // one per (host, rank, device, qp_num), probing nccl.net_qp
   // (host, rank) whose profiler dropped events or rows (probing's nccl.profiler_counters): their

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/line_reader.hpp"
+#include "io/slot_gates.hpp"
 #include "io/trace_line.hpp"
 
 namespace culprit {
@@ -327,6 +328,7 @@ class TraceParser {
       case FrameKind::kP2p:
         f.context = static_cast<uint32_t>(contexts_.size());
         contexts_.push_back(context_of(ev, f.kind == FrameKind::kP2p));
+        if (f.context == gate_context_) drop_gate_ops();  // kept for a collective that never ended
         break;
       case FrameKind::kKernelCh: {
         uint64_t clk = 0;
@@ -459,6 +461,7 @@ class TraceParser {
 
   void close_context(uint32_t index) {
     const Context& c = contexts_[index];
+    if (gate_context_ == index) emit_gated_holds();
     if (c.valid && c.min_start_clk > 0 && c.process_known) {
       KernelStartRecord k;
       k.comm_hash = c.comm_hash;
@@ -725,8 +728,60 @@ class TraceParser {
       return;
     }
     fit_handoff_line(r);
+    if (!r.is_p2p && !r.seq_unknown) keep_gate_op(r, kernel_start);
     data_.ops.push_back(r);
     ++report_.records;
+  }
+
+  // Keeps the per-step times of a collective's op closed with `r` until its collective ends
+  // (io/slot_gates.hpp): a receive's steps that the GPU freed, a send's that it handed over.
+  void keep_gate_op(const ProxyOpRecord& r, int64_t kernel_start) {
+    if (gate_context_ != op_.context) {
+      drop_gate_ops();
+      gate_context_ = op_.context;
+    }
+    GateOp op;
+    op.is_send = r.is_send;
+    op.channel = r.channel;
+    const int handoff = r.is_send ? kSendGpuWait : kRecvGpuWait;
+    for (const Chosen& c : chosen_) {
+      // Step numbers past int32 are garbage, and shifting them could overflow.
+      if (!(c.kept & (1u << handoff)) || c.step->step < 0 || c.step->step > INT32_MAX) continue;
+      StepSpan s;
+      s.step = c.step->step;
+      s.to = c.step->end[handoff];
+      if (!r.is_send) s.from = phase_begin(*c.step, kRecvGpuWait, kernel_start);
+      if (r.is_send && (c.kept & (1u << kSendWait))) s.done = c.step->end[kSendWait];
+      op.steps.push_back(s);
+    }
+    std::sort(op.steps.begin(), op.steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.step < b.step; });
+    gate_ops_.push_back(std::move(op));
+    gate_records_.push_back(r);
+  }
+
+  // The gated holds of the collective whose ops were kept, one record per receive op.
+  void emit_gated_holds() {
+    const std::vector<std::optional<GatedHold>> holds = gated_holds(gate_ops_);
+    for (size_t i = 0; i < holds.size(); ++i) {
+      if (!holds[i]) continue;
+      const ProxyOpRecord& r = gate_records_[i];
+      GatedHoldRecord g;
+      g.comm_hash = r.comm_hash;
+      g.seq = r.seq;
+      g.process = r.process;
+      g.rank = r.rank;
+      g.steps = holds[i]->steps;
+      g.hold_ns = holds[i]->hold_ns;
+      g.own_ns = holds[i]->own_ns;
+      data_.gated_holds.push_back(g);
+    }
+    drop_gate_ops();
+  }
+
+  void drop_gate_ops() {
+    gate_ops_.clear();
+    gate_records_.clear();
+    gate_context_ = kNoContext;
   }
 
   const std::string& host_;
@@ -745,6 +800,10 @@ class TraceParser {
     bool missing_end;
   };
   std::vector<Chosen> chosen_;  // the steps of the op being closed that count
+  // The ops of the collective being read, for its gated holds (keep_gate_op), and whose.
+  std::vector<GateOp> gate_ops_;
+  std::vector<ProxyOpRecord> gate_records_;
+  uint32_t gate_context_ = kNoContext;
   std::set<std::pair<uint64_t, int32_t>> file_ranks_;  // every (comm, rank) of the file
   std::map<std::tuple<uint64_t, int32_t, int64_t, bool>, uint64_t> p2p_ordinal_;
   OpState op_;

@@ -99,6 +99,11 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.entry_lag_sq_sum = c.entry_lag_sq_sum;
     seen.entry_lag_samples = c.entry_lag_samples;
   }
+  if (c.gated_steps > seen.gated_steps) {
+    seen.gated_steps = c.gated_steps;
+    seen.gated_hold_sum_ns = c.gated_hold_sum_ns;
+    seen.gated_own_sum_ns = c.gated_own_sum_ns;
+  }
   if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {
     seen.exit_shortfall_sum = c.exit_shortfall_sum;
     seen.exit_shortfall_sq_sum = c.exit_shortfall_sq_sum;

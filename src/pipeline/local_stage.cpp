@@ -109,6 +109,23 @@ void measure_op_times(const LocalData& data, const std::vector<CommWindow>& wind
   }
 }
 
+// Sums each receiving rank's gated holds of the window (io/slot_gates.hpp).
+void measure_gated_holds(const LocalData& data, const std::vector<CommWindow>& windows,
+                         std::vector<GlobalCommRank>& ranks) {
+  std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
+  for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
+  for (const GatedHoldRecord& g : data.gated_holds) {
+    auto w = std::lower_bound(windows.begin(), windows.end(), g.comm_hash,
+                              [](const CommWindow& cw, uint64_t c) { return cw.comm_hash < c; });
+    if (w != windows.end() && w->comm_hash == g.comm_hash && g.seq < w->min_seq) continue;
+    auto it = by_rank.find({g.comm_hash, g.rank});
+    if (it == by_rank.end()) continue;
+    it->second->gated_steps += g.steps;
+    it->second->gated_hold_sum_ns += g.hold_ns;
+    it->second->gated_own_sum_ns += g.own_ns;
+  }
+}
+
 void measure_busy_time(const LocalData& data, const std::vector<CommWindow>& windows,
                        std::vector<GlobalCommRank>& ranks) {
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
@@ -165,6 +182,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   measure_op_times(data, windows, s.comm_ranks);
   measure_busy_time(data, windows, s.comm_ranks);
   measure_passage_lags(data, windows, s.comm_ranks);
+  measure_gated_holds(data, windows, s.comm_ranks);
   ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
   s.edges = std::move(reduced.edges);
   result.reduce_path = reduced.path_used;

@@ -637,6 +637,51 @@ TEST(ReceiverExplanations, BackpressureHoldsAnInputNoLongerPerStepThanTheExitsSe
   EXPECT_FALSE(within_guard.evidence[2].any());
 }
 
+// Where per-step traces set receiver 2's holds against its output slots (gated_holds.hpp),
+// its own time per step is measured and the exit's sums bound nothing. The numbers are those
+// of a healthy interior GPU of a 40-node LL tree whose parent stalled: it held its children's
+// data about 530 us a step while its sends, summed over their last recorded steps, waited
+// 223 us; set against the send of 8 steps before, it held each step 1.1 us after its output
+// slot was free.
+TEST(ReceiverExplanations, WhereItsHoldsAreSetAgainstItsOutputSlotsItsOwnTimeIsMeasured) {
+  auto held_lane_with_gated_own = [](double own_per_step_ns, double exit_hold_ns) {
+    Job job;
+    job.into_b().slow_consume = true;
+    job.into_b().view.step_ns[kRecvGpuWait] = 530000;
+    job.into_b().anomaly[kRecvGpuWait] = 529000;
+    job.into_b().margin[kRecvGpuWait] = 9;
+    EdgeFacts& exit = job.exit_of_b();
+    exit.view.step_ns[kSendGpuWait] = 1000;
+    exit.view.step_ns[kSendPeerWait] = exit_hold_ns - 15000;
+    exit.view.step_ns[kSendWait] = 15000;
+    for (GlobalCommRank& r : job.obs.comm_ranks)
+      if (r.process == 2 && r.comm_hash == kComm) {
+        r.gated_steps = 64;
+        r.gated_hold_sum_ns = 64 * 530000;
+        r.gated_own_sum_ns = static_cast<uint64_t>(64 * own_per_step_ns);
+      }
+    job.run();
+    return job;
+  };
+  // Backpressure, though the exit's sums leave 307 us a step unexplained.
+  Job passed_on = held_lane_with_gated_own(1100, 223000);
+  EXPECT_FALSE(passed_on.evidence[2].any());
+  // A slow consumer behind a held exit: its own 300 us a step, though the exit's sums would
+  // explain all of its hold.
+  Job own = held_lane_with_gated_own(300000, 600000);
+  EXPECT_EQ(own.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_NEAR(own.evidence[2].ns, 300000.0 * kSteps, 1);
+  EXPECT_NEAR(own.evidence[2].margin, 9 * 300.0 / 529.0, 1e-9);
+  // Fewer gated steps than one op's: the exit's sums bound it as before.
+  Job few = held_lane_with_gated_own(1100, 223000);
+  for (GlobalCommRank& r : few.obs.comm_ranks) r.gated_steps = r.gated_steps ? 4 : 0;
+  few.evidence.assign(6, Evidence{});
+  few.holds.clear();
+  few.run();
+  EXPECT_EQ(few.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
+  EXPECT_NEAR(few.evidence[2].ns, 307000.0 * kSteps, 1);
+}
+
 TEST(ReceiverExplanations, AReceiversTimeAddsOverItsCommunicatorsNotOverChannels) {
   // GPU 2 consumes slowly in the world communicator (two channels, 10 us each over the
   // window) and in a second one (10 us); GPU 3 only in the world one, 15 us on one channel
