@@ -304,21 +304,38 @@ std::optional<Connection> late_post_under_floor(const Connection& c, const LateP
   return taken;
 }
 
+using GatedOwn = std::map<std::pair<uint32_t, uint64_t>, double>;
+
+// A collective receiver whose per-step traces set each hold against its output slots
+// (gated_holds.hpp) consumes slowly only by its own time per step: what it held waiting for a
+// free output slot is backpressure, whatever its lane's sums say. Its excess is bounded so,
+// with its margin scaled down alike; below its guards it consumes in time.
+void bound_consumption_by_own_time(Connection& c, const GatedOwn& gated_own) {
+  const EdgeFacts& f = c.facts;
+  const auto own = gated_own.find({f.dst, c.comm});
+  if (c.consume <= 0 || f.p2p || own == gated_own.end()) return;
+  const double excess = f.anomaly[kRecvGpuWait];
+  const double own_excess = std::min(excess, own->second);
+  const double margin = c.consume_margin * own_excess / excess;
+  c.consume = own_excess > 0 && margin > 1 ? own_excess * c.recv_steps : 0;
+  c.consume_margin = margin;
+}
+
 // A receiver slow to consume on a backpressured lane: what it holds beyond its peers and
-// beyond the backpressure is its own, with its margin scaled down alike. Where its per-step
-// traces set each hold against its output slots (gated_holds.hpp), its own time per step is
-// measured. Otherwise backpressure holds its input no longer per step than its onward exits'
-// sends were held (lanes.hpp), a bound off by NCCL_STEPS steps: summed over an op's last
-// recorded steps, the holds of a lane that stalled and then drained outweigh its sends' waits.
-void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in,
-                                           const std::map<std::pair<uint32_t, uint64_t>, double>& gated_own,
+// beyond the backpressure is its own, with its margin scaled down alike. Where its own time
+// was measured (bound_consumption_by_own_time), that is it. Otherwise backpressure holds its
+// input no longer per step than its onward exits' sends were held (lanes.hpp), a bound off by
+// NCCL_STEPS steps: summed over an op's last recorded steps, the holds of a lane that stalled
+// and then drained outweigh its sends' waits.
+void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in, const GatedOwn& gated_own,
                                            ReceiverTimes& times) {
   const EdgeFacts& f = c.facts;
+  if (gated_own.count({f.dst, c.comm})) {
+    times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
+    return;
+  }
   const double excess = f.anomaly[kRecvGpuWait];
-  const auto own = gated_own.find({f.dst, c.comm});
-  const double beyond = std::min(excess, own != gated_own.end()
-                                             ? own->second
-                                             : f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
+  const double beyond = std::min(excess, f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
   const double margin = c.consume_margin * beyond / excess;
   if (beyond > 0 && margin > 1)
     times.offer(f.dst, c.comm, beyond * c.recv_steps, CulpritClass::kGpuConsumer, margin);
@@ -357,7 +374,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     auto late = late_by_host.find(in.context.host_of(receiver));
     return late == late_by_host.end() ? kNoneLate : late->second;
   };
-  const std::map<std::pair<uint32_t, uint64_t>, double> gated_own = gated_own_time_per_step(in.observations);
+  const GatedOwn gated_own = gated_own_time_per_step(in.observations);
   ReceiverTimes times;
   for (size_t i = 0; i < in.facts.size(); ++i) {
     const EdgeFacts& f = in.facts[i];
@@ -375,6 +392,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
                  f.margin[kRecvGpuWait]};
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
+    bound_consumption_by_own_time(c, gated_own);
     bool own_work_measured = in.own_delay.work_measured[f.dst];
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       explain_withheld_credit(c, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);

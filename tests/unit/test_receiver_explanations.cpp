@@ -638,7 +638,7 @@ TEST(ReceiverExplanations, BackpressureHoldsAnInputNoLongerPerStepThanTheExitsSe
 }
 
 // Where per-step traces set receiver 2's holds against its output slots (gated_holds.hpp),
-// its own time per step is measured and the exit's sums bound nothing. The numbers are those
+// its own time per step is measured and bounds its consumption; the exit's sums bound nothing. The numbers are those
 // of a healthy interior GPU of a 40-node LL tree whose parent stalled: it held its children's
 // data about 530 us a step while its sends, summed over their last recorded steps, waited
 // 223 us; set against the send of 8 steps before, it held each step 1.1 us after its output
@@ -672,6 +672,20 @@ TEST(ReceiverExplanations, WhereItsHoldsAreSetAgainstItsOutputSlotsItsOwnTimeIsM
   EXPECT_EQ(own.evidence[2].culprit_class, CulpritClass::kGpuConsumer);
   EXPECT_NEAR(own.evidence[2].ns, 300000.0 * kSteps, 1);
   EXPECT_NEAR(own.evidence[2].margin, 9 * 300.0 / 529.0, 1e-9);
+  // On a lane its sums do not show held (the exit's GPU busy half of each step), the measured
+  // own time bounds it too.
+  Job unheld;
+  unheld.into_b().slow_consume = true;
+  unheld.into_b().view.step_ns[kRecvGpuWait] = 530000;
+  unheld.into_b().anomaly[kRecvGpuWait] = 529000;
+  unheld.into_b().margin[kRecvGpuWait] = 9;
+  for (GlobalCommRank& r : unheld.obs.comm_ranks)
+    if (r.process == 2 && r.comm_hash == kComm) {
+      r.gated_steps = 64;
+      r.gated_own_sum_ns = 64 * 1100;
+    }
+  unheld.run();
+  EXPECT_FALSE(unheld.evidence[2].any());
   // Fewer gated steps than one op's: the exit's sums bound it as before.
   Job few = held_lane_with_gated_own(1100, 223000);
   for (GlobalCommRank& r : few.obs.comm_ranks) r.gated_steps = r.gated_steps ? 4 : 0;
