@@ -33,6 +33,7 @@
 #include "analysis/last_arrival_time.hpp"
 #include "analysis/last_arrivals.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/own_holds.hpp"
 #include "analysis/own_time_evidence.hpp"
 #include "analysis/own_time_roots.hpp"
 #include "analysis/peer_roles.hpp"
@@ -157,6 +158,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
   const ArrivalJudgement arrivals = judge_arrivals(members);
   explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds, out.notes);
+  offer_slow_own_holds(obs, judge_own_holds(obs, facts.baselines, cfg), evidence);
   const auto held_from_beyond = [&](const MemberWait& m) {
     return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg);
   };

@@ -1,0 +1,39 @@
+// Own holds: a GPU slow to consume, told by its own time per step (gated_holds.hpp) against
+// the other receivers of its communicator. A receive's hold (RecvGpuWait) mixes the GPU's own
+// consumption with its wait for a free output slot; in a loop of credit (a tree of two nodes,
+// whose root returns its child's data) every GPU holds its inputs as long as the slowest, and
+// the holds name nobody. Set against the output slots, the healthy ones hold for a
+// microsecond after their step could start, the slow consumer for its consumption. Judged as
+// the connection phases are (significant_excess, edge_stats.hpp): beyond the others' median
+// (their quickest with fewer than five), by mad_k of their spread, rel_floor of the
+// communicator's step and abs_floor_ns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "analysis/edge_stats.hpp"
+#include "analysis/observations.hpp"
+#include "analysis/self_evidence.hpp"
+
+namespace culprit {
+
+struct OwnHoldVerdict {
+  uint32_t process = 0;
+  uint64_t comm = 0;
+  Excess excess;  // own time per step beyond the others'
+};
+
+// The receivers whose own time per gated step stands out in their communicator (at least two
+// receivers measured there).
+std::vector<OwnHoldVerdict> judge_own_holds(const Observations& observations,
+                                            const std::map<uint64_t, CommBaseline>& baselines,
+                                            const AttributionConfig& config);
+
+// Offers each as gpu_consumer: its excess per step over one channel's receive steps of the
+// window, added over its communicators (their collectives run one after another).
+void offer_slow_own_holds(const Observations& observations, const std::vector<OwnHoldVerdict>& verdicts,
+                          std::vector<Evidence>& evidence);
+
+}  // namespace culprit
