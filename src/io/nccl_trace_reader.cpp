@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -740,9 +741,12 @@ class TraceParser {
       drop_gate_ops();
       gate_context_ = op_.context;
     }
-    GateOp op;
+    // The ops' storage is kept from collective to collective: most files hold thousands.
+    if (gate_used_ == gate_ops_.size()) gate_ops_.emplace_back();
+    GateOp& op = gate_ops_[gate_used_++];
     op.is_send = r.is_send;
     op.channel = r.channel;
+    op.steps.clear();
     const int handoff = r.is_send ? kSendGpuWait : kRecvGpuWait;
     for (const Chosen& c : chosen_) {
       // Step numbers past int32 are garbage, and shifting them could overflow.
@@ -755,21 +759,21 @@ class TraceParser {
       op.steps.push_back(s);
     }
     std::sort(op.steps.begin(), op.steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.step < b.step; });
-    gate_ops_.push_back(std::move(op));
-    gate_records_.push_back(r);
+    GatedHoldRecord whose;
+    whose.comm_hash = r.comm_hash;
+    whose.seq = r.seq;
+    whose.process = r.process;
+    whose.rank = r.rank;
+    gate_records_.push_back(whose);
   }
 
   // The gated holds of the collective whose ops were kept, one record per receive op.
   void emit_gated_holds() {
-    const std::vector<std::optional<GatedHold>> holds = gated_holds(gate_ops_);
+    const std::vector<std::optional<GatedHold>> holds =
+        gated_holds(std::span<const GateOp>(gate_ops_.data(), gate_used_));
     for (size_t i = 0; i < holds.size(); ++i) {
       if (!holds[i]) continue;
-      const ProxyOpRecord& r = gate_records_[i];
-      GatedHoldRecord g;
-      g.comm_hash = r.comm_hash;
-      g.seq = r.seq;
-      g.process = r.process;
-      g.rank = r.rank;
+      GatedHoldRecord g = gate_records_[i];
       g.steps = holds[i]->steps;
       g.hold_ns = holds[i]->hold_ns;
       g.own_ns = holds[i]->own_ns;
@@ -779,7 +783,7 @@ class TraceParser {
   }
 
   void drop_gate_ops() {
-    gate_ops_.clear();
+    gate_used_ = 0;
     gate_records_.clear();
     gate_context_ = kNoContext;
   }
@@ -801,8 +805,9 @@ class TraceParser {
   };
   std::vector<Chosen> chosen_;  // the steps of the op being closed that count
   // The ops of the collective being read, for its gated holds (keep_gate_op), and whose.
-  std::vector<GateOp> gate_ops_;
-  std::vector<ProxyOpRecord> gate_records_;
+  std::vector<GateOp> gate_ops_;  // the first gate_used_ are the collective's
+  size_t gate_used_ = 0;
+  std::vector<GatedHoldRecord> gate_records_;  // whose each op is
   uint32_t gate_context_ = kNoContext;
   std::set<std::pair<uint64_t, int32_t>> file_ranks_;  // every (comm, rank) of the file
   std::map<std::tuple<uint64_t, int32_t, int64_t, bool>, uint64_t> p2p_ordinal_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <span>
 
 #include "core/records.hpp"
 
@@ -35,8 +36,8 @@ int64_t median(std::vector<int64_t>& v) {
 // How closely `exit`, `shift` steps on, follows `input`: the median time between the exit's
 // step being ready and the input's step being freed, where nearly all of its steps are ready
 // inside the input's (arrived .. freed); nothing where they are not.
-std::optional<int64_t> follow_gap(const GateOp& input, const GateOp& exit, int shift) {
-  std::vector<int64_t> gaps;
+std::optional<int64_t> follow_gap(const GateOp& input, const GateOp& exit, int shift, std::vector<int64_t>& gaps) {
+  gaps.clear();
   size_t inside = 0;
   for (const StepSpan& in : input.steps) {
     const StepSpan* out = step_of(exit, in.step + shift);
@@ -52,8 +53,8 @@ std::optional<int64_t> follow_gap(const GateOp& input, const GateOp& exit, int s
 
 // Whether exits `a` and `b` are fed by one primitive: their steps are ready at the same
 // moments.
-bool fed_together(const GateOp& a, const GateOp& b) {
-  std::vector<int64_t> gaps;
+bool fed_together(const GateOp& a, const GateOp& b, std::vector<int64_t>& gaps) {
+  gaps.clear();
   for (const StepSpan& s : a.steps)
     if (const StepSpan* t = step_of(b, s.step)) gaps.push_back(s.to > t->to ? s.to - t->to : t->to - s.to);
   return gaps.size() >= kMinCommonSteps && median(gaps) <= kPollToleranceNs;
@@ -64,13 +65,13 @@ struct LaneOf {
   int shift = 0;
 };
 
-std::optional<LaneOf> lane_of(const std::vector<GateOp>& ops, size_t input) {
+std::optional<LaneOf> lane_of(std::span<const GateOp> ops, size_t input, std::vector<int64_t>& scratch) {
   std::optional<LaneOf> best;
   int64_t best_gap = std::numeric_limits<int64_t>::max();
   for (size_t x = 0; x < ops.size(); ++x) {
     if (!ops[x].is_send || ops[x].channel != ops[input].channel) continue;
     for (int shift = 0; shift <= kMaxShift; ++shift)
-      if (const auto gap = follow_gap(ops[input], ops[x], shift); gap && *gap < best_gap) {
+      if (const auto gap = follow_gap(ops[input], ops[x], shift, scratch); gap && *gap < best_gap) {
         best_gap = *gap;
         best = LaneOf{x, shift};
       }
@@ -79,7 +80,7 @@ std::optional<LaneOf> lane_of(const std::vector<GateOp>& ops, size_t input) {
 }
 
 // The input's hold and own time over its steps whose every gate is recorded.
-GatedHold gate_input(const std::vector<GateOp>& ops, size_t input, const std::vector<size_t>& exits,
+GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vector<size_t>& exits,
                      const std::vector<size_t>& inputs, int shift) {
   GatedHold g;
   for (const StepSpan& in : ops[input].steps) {
@@ -107,10 +108,11 @@ GatedHold gate_input(const std::vector<GateOp>& ops, size_t input, const std::ve
 
 }  // namespace
 
-std::vector<std::optional<GatedHold>> gated_holds(const std::vector<GateOp>& ops) {
+std::vector<std::optional<GatedHold>> gated_holds(std::span<const GateOp> ops) {
+  std::vector<int64_t> scratch;
   std::vector<std::optional<LaneOf>> lanes(ops.size());
   for (size_t i = 0; i < ops.size(); ++i)
-    if (!ops[i].is_send) lanes[i] = lane_of(ops, i);
+    if (!ops[i].is_send) lanes[i] = lane_of(ops, i, scratch);
   std::vector<std::optional<GatedHold>> out(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!lanes[i]) continue;
@@ -118,7 +120,7 @@ std::vector<std::optional<GatedHold>> gated_holds(const std::vector<GateOp>& ops
     std::vector<size_t> exits, inputs;
     for (size_t x = 0; x < ops.size(); ++x)
       if (ops[x].is_send && ops[x].channel == ops[i].channel &&
-          (x == lane.exit || fed_together(ops[lane.exit], ops[x])))
+          (x == lane.exit || fed_together(ops[lane.exit], ops[x], scratch)))
         exits.push_back(x);
     for (size_t j = 0; j < ops.size(); ++j)
       if (j != i && lanes[j] && lanes[j]->shift == lane.shift &&

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace culprit {
@@ -53,6 +54,6 @@ struct GatedHold {
 
 // For each op of one collective on one GPU (all channels), in order: its gated holds where it
 // is a receive whose lane's exits were found and recorded; nothing otherwise.
-std::vector<std::optional<GatedHold>> gated_holds(const std::vector<GateOp>& ops);
+std::vector<std::optional<GatedHold>> gated_holds(std::span<const GateOp> ops);
 
 }  // namespace culprit
