@@ -28,7 +28,7 @@ fi
 
 flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer "-fsanitize=fuzzer,address,undefined"
        -fno-sanitize-recover=undefined -I"$root/src" -I"$root")
-sources=(trace_line line_reader local_data nccl_trace_reader probing_rows profiler_counters probing_csv_reader
+sources=(trace_line line_reader local_data nccl_trace_reader slot_gates probing_rows profiler_counters probing_csv_reader
          probing_json_reader safe_unpickler flight_recorder_reader)
 targets=(fuzz_trace_line fuzz_nccl_trace fuzz_probing_csv fuzz_probing_json fuzz_flight_recorder_pickle)
 
