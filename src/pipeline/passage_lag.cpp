@@ -39,6 +39,69 @@ struct ChannelEnds {
   std::vector<const HandoffLine*> receives, sends;
 };
 
+// One way across a node: the entry's receive, the exit's send, and the exit's step of the data
+// the entry received at step k, less k.
+struct Passage {
+  const HandoffLine* entry;
+  const HandoffLine* exit;
+  int shift;
+};
+
+// The passages of one collective's channel on a node of `gpus` GPUs in the communicator.
+//   - A ring: one network receive and one network send, by two processes; each GPU forwards a
+//     step one step later, so the exit sends step k + gpus.
+//   - A tree (a chain of the node's GPUs between its parent and its children, NCCL's
+//     BALANCED_TREE): two processes, each with network receives and sends, one facing the
+//     parent and one the children. Data from the children enters at one and leaves at the
+//     other, data from the parent the other way; each GPU forwards step k as step k. A child's
+//     receives are freed together, and a parent's sends to its children are handed over
+//     together, so either stands for its end.
+// Anything else (a part missing, a single GPU, a node of the tree's root or leaves, whose
+// chain meets the network at one end only) gives none.
+std::vector<Passage> passages_of(const ChannelEnds& ends, int gpus) {
+  if (ends.receives.size() == 1 && ends.sends.size() == 1) {
+    if (ends.receives[0]->process == ends.sends[0]->process) return {};
+    return {{ends.receives[0], ends.sends[0], gpus}};
+  }
+  const HandoffLine* receive_of[2] = {nullptr, nullptr};
+  const HandoffLine* send_of[2] = {nullptr, nullptr};
+  uint32_t process[2] = {0, 0};
+  int seen = 0;
+  auto place = [&](const HandoffLine* line, const HandoffLine** of) {
+    for (int i = 0; i < seen; ++i)
+      if (process[i] == line->process) {
+        if (!of[i]) of[i] = line;
+        return true;
+      }
+    if (seen == 2) return false;
+    process[seen] = line->process;
+    of[seen++] = line;
+    return true;
+  };
+  for (const HandoffLine* r : ends.receives)
+    if (!place(r, receive_of)) return {};
+  for (const HandoffLine* s : ends.sends)
+    if (!place(s, send_of)) return {};
+  if (seen != 2 || !receive_of[0] || !receive_of[1] || !send_of[0] || !send_of[1]) return {};
+  return {{receive_of[0], send_of[1], 0}, {receive_of[1], send_of[0], 0}};
+}
+
+// Sums one passage's lag into its entry's entry_lag_* and its exit's exit_shortfall_*.
+void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double lag, int gpus,
+                    std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*>& by_rank) {
+  const double shortfall = lag - kSlotsPerConnection * (gpus - 2);
+  if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {
+    it->second->entry_lag_sum += lag;
+    it->second->entry_lag_sq_sum += lag * lag;
+    it->second->entry_lag_samples += 1;
+  }
+  if (auto it = by_rank.find({exit.comm_hash, exit.rank}); it != by_rank.end()) {
+    it->second->exit_shortfall_sum += shortfall;
+    it->second->exit_shortfall_sq_sum += shortfall * shortfall;
+    it->second->exit_shortfall_samples += 1;
+  }
+}
+
 bool in_window(const HandoffLine& line, const std::vector<CommWindow>& windows) {
   auto it = std::lower_bound(windows.begin(), windows.end(), line.comm_hash,
                              [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
@@ -65,29 +128,20 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
 
   for (const auto& [key, ends] : channels) {
-    if (ends.receives.size() != 1 || ends.sends.size() != 1) continue;  // a tree, or a part missing
-    const HandoffLine& entry = *ends.receives[0];
-    const HandoffLine& exit = *ends.sends[0];
-    if (entry.process == exit.process || entry.ns_per_step <= 0) continue;
-    auto entry_offset = offsets.find(entry.process), exit_offset = offsets.find(exit.process);
-    if (entry_offset == offsets.end() || exit_offset == offsets.end()) continue;
     const auto gpus = static_cast<int>(node_ranks[{std::get<0>(key), std::get<1>(key)}].size());
     if (gpus < 2) continue;
-    const double k = entry.step_mean;
-    const long double passage =
-        handoff_at(exit, k + gpus, exit_offset->second) - handoff_at(entry, k, entry_offset->second);
-    const double lag = static_cast<double>(passage / entry.ns_per_step);
-    if (!std::isfinite(lag)) continue;
-    const double shortfall = lag - kSlotsPerConnection * (gpus - 2);
-    if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {
-      it->second->entry_lag_sum += lag;
-      it->second->entry_lag_sq_sum += lag * lag;
-      it->second->entry_lag_samples += 1;
-    }
-    if (auto it = by_rank.find({exit.comm_hash, exit.rank}); it != by_rank.end()) {
-      it->second->exit_shortfall_sum += shortfall;
-      it->second->exit_shortfall_sq_sum += shortfall * shortfall;
-      it->second->exit_shortfall_samples += 1;
+    for (const Passage& way : passages_of(ends, gpus)) {
+      const HandoffLine& entry = *way.entry;
+      const HandoffLine& exit = *way.exit;
+      if (entry.ns_per_step <= 0) continue;
+      auto entry_offset = offsets.find(entry.process), exit_offset = offsets.find(exit.process);
+      if (entry_offset == offsets.end() || exit_offset == offsets.end()) continue;
+      const double k = entry.step_mean;
+      const long double passage =
+          handoff_at(exit, k + way.shift, exit_offset->second) - handoff_at(entry, k, entry_offset->second);
+      const double lag = static_cast<double>(passage / entry.ns_per_step);
+      if (!std::isfinite(lag)) continue;
+      add_lag_sample(entry, exit, lag, gpus, by_rank);
     }
   }
 }

@@ -14,7 +14,16 @@
 //   the GPU after the entry is slow:       about 0 (the passage itself);
 //   p GPUs after the entry:                S (p - 1): p - 1 full buffers wait between;
 //   the exit is slow (p = g - 1):          S (g - 2).
-// A buffer only partly full lowers the backlog, never raises it. The analysis
+// A buffer only partly full lowers the backlog, never raises it.
+//
+// A tree channel crosses a node both ways: NCCL chains the node's GPUs between the one that
+// meets the parent and the one that meets the children (BALANCED_TREE). The children's data
+// enters at the second and leaves at the first, the parent's the other way, and each GPU
+// forwards step k as step k, so the exit hands over step k (not k + g). The same table holds
+// for each way, with one difference: a slow GPU paces the way up, and the parent's data comes
+// down at that pace, so no backlog builds on the way down and a slow exit of the way down
+// shows no full buffers. The slow GPU still holds, or fills the buffers, on the way up. The
+// analysis
 // (analysis/consumer_position.hpp) reads the lags to find which GPU of the node consumes
 // slowly; the proxy alone sees only that the entry's slots are freed late.
 //

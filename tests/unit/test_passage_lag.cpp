@@ -153,5 +153,59 @@ TEST(PassageLag, TheSimulatorsSlowConsumerIsFoundWhereTheDataWaits) {
   EXPECT_GT(at_exit.exit_shortfall, -kSlotsPerConnection / 2.0);
 }
 
+// The simulator's tree of three nodes of three GPUs: node 2 is channel 0's interior node, its
+// chain of GPUs 6, 7, 8 between its parent (node 0, met by GPU 6) and its child (node 1, met
+// by GPU 8). Data from the child crosses it from GPU 8 to GPU 6, data from the parent from 6
+// to 8. The lags of its GPUs, with a slow consumer at `rank`.
+struct TreeLags {
+  double entry[3] = {0, 0, 0}, exit_shortfall[3] = {0, 0, 0};  // of GPUs 6, 7, 8
+  uint32_t entry_samples[3] = {0, 0, 0};
+};
+
+TreeLags simulated_tree_lags(int rank) {
+  const std::string spec = "topology=tree,nodes=3,gpus=3,channels=2,seqs=6,bytes=16M,jitter=0.05,hetero=0,seed=3,"
+                           "fault=slow_consumer:" + std::to_string(rank) + ":4";
+  mock::Simulation sim(mock::Scenario::parse(spec));
+  LocalData data;
+  for (const mock::RenderedFile& f : sim.render_host_nccl_json(2))
+    read_nccl_trace_buffer(f.content, f.name, "node002", data);
+  LocalStageResult local = run_local_stage(data, {}, ReducePath::kCpu);
+  TreeLags lags;
+  for (const GlobalCommRank& r : local.summary.comm_ranks) {
+    const int i = r.rank - 6;
+    if (i < 0 || i > 2) continue;
+    lags.entry_samples[i] = r.entry_lag_samples;
+    if (r.entry_lag_samples) lags.entry[i] = r.entry_lag_sum / r.entry_lag_samples;
+    if (r.exit_shortfall_samples) lags.exit_shortfall[i] = r.exit_shortfall_sum / r.exit_shortfall_samples;
+  }
+  return lags;
+}
+
+TEST(PassageLag, ATreesChainIsCrossedBothWays) {
+  const TreeLags at_child_end = simulated_tree_lags(8), in_middle = simulated_tree_lags(7),
+                 at_parent_end = simulated_tree_lags(6);
+  // Both ends of the chain are an entry (one way) and an exit (the other); the middle GPU is
+  // neither.
+  EXPECT_GT(at_child_end.entry_samples[0], 0u);
+  EXPECT_GT(at_child_end.entry_samples[2], 0u);
+  EXPECT_EQ(at_child_end.entry_samples[1], 0u);
+  // The GPU facing the child holds what it receives well after passing it on (-5.5 steps),
+  // and the GPU facing the parent passes its data on. (No backlog builds on the way down: the
+  // parent's data comes at the pace the slow GPU let the children's go up.)
+  EXPECT_LT(at_child_end.entry[2], -kSlotsPerConnection / 2.0);
+  EXPECT_GT(at_child_end.entry[0], -1.0);
+  // The middle GPU holds it: the data crosses to it unhindered from either end.
+  for (int end : {0, 2}) {
+    EXPECT_GT(in_middle.entry[end], -1.0) << end;
+    EXPECT_LT(in_middle.entry[end], kSlotsPerConnection / 2.0) << end;
+    EXPECT_LT(in_middle.exit_shortfall[end], -kSlotsPerConnection / 2.0) << end;
+  }
+  // The GPU facing the parent holds what comes from the parent, and the children's data fills
+  // every buffer on its way up to it.
+  EXPECT_LT(at_parent_end.entry[0], -kSlotsPerConnection / 2.0);
+  EXPECT_GT(at_parent_end.exit_shortfall[0], -kSlotsPerConnection / 2.0);
+  EXPECT_GT(at_parent_end.entry[2], -1.0);
+}
+
 }  // namespace
 }  // namespace culprit
