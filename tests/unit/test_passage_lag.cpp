@@ -113,6 +113,17 @@ TEST(PassageLag, CollectivesBeforeTheWindowAreLeftOut) {
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 1u);
 }
 
+// The communicator ranks of node `node` of the simulated `spec`, with their lags, read from its
+// rendered traces as the tool reads them.
+std::vector<GlobalCommRank> node_ranks_read(const std::string& spec, int node) {
+  mock::Simulation sim(mock::Scenario::parse(spec));
+  const std::string host = "node00" + std::to_string(node);
+  LocalData data;
+  for (const mock::RenderedFile& f : sim.render_host_nccl_json(node))
+    read_nccl_trace_buffer(f.content, f.name, host, data);
+  return run_local_stage(data, {}, ReducePath::kCpu).summary.comm_ranks;
+}
+
 // The simulator's ring of three nodes of three GPUs: the lags of the middle node, read from its
 // rendered traces as the tool reads them, with a slow consumer at each position of its channel.
 struct Lags {
@@ -127,13 +138,8 @@ Lags simulated_lags(int position) {
     if (healthy.is_network_hop(healthy.ring_prev(0, r), r)) order.push_back(r);
   while (order.size() < 3) order.push_back(healthy.ring_next(0, order.back()));
   const std::string fault = ",fault=slow_consumer:" + std::to_string(order[position]) + ":4";
-  mock::Simulation sim(mock::Scenario::parse(base + fault));
-  LocalData data;
-  for (const mock::RenderedFile& f : sim.render_host_nccl_json(1))
-    read_nccl_trace_buffer(f.content, f.name, "node001", data);
-  LocalStageResult local = run_local_stage(data, {}, ReducePath::kCpu);
   Lags lags;
-  for (const GlobalCommRank& r : local.summary.comm_ranks) {
+  for (const GlobalCommRank& r : node_ranks_read(base + fault, 1)) {
     if (r.rank == order[0] && r.entry_lag_samples) lags.entry = r.entry_lag_sum / r.entry_lag_samples;
     if (r.rank == order[2] && r.exit_shortfall_samples)
       lags.exit_shortfall = r.exit_shortfall_sum / r.exit_shortfall_samples;
@@ -165,13 +171,8 @@ struct TreeLags {
 TreeLags simulated_tree_lags(int rank) {
   const std::string spec = "topology=tree,nodes=3,gpus=3,channels=2,seqs=6,bytes=16M,jitter=0.05,hetero=0,seed=3,"
                            "fault=slow_consumer:" + std::to_string(rank) + ":4";
-  mock::Simulation sim(mock::Scenario::parse(spec));
-  LocalData data;
-  for (const mock::RenderedFile& f : sim.render_host_nccl_json(2))
-    read_nccl_trace_buffer(f.content, f.name, "node002", data);
-  LocalStageResult local = run_local_stage(data, {}, ReducePath::kCpu);
   TreeLags lags;
-  for (const GlobalCommRank& r : local.summary.comm_ranks) {
+  for (const GlobalCommRank& r : node_ranks_read(spec, 2)) {
     const int i = r.rank - 6;
     if (i < 0 || i > 2) continue;
     lags.entry_samples[i] = r.entry_lag_samples;
