@@ -77,10 +77,9 @@ struct CommRankFixed {
   uint32_t entry_lag_samples = 0;
   uint32_t exit_shortfall_samples = 0;
   // Its network receives' holds where its output slots' gates are known (GatedHoldRecord,
-  // core/records.hpp), summed over the window: the steps, their holds and the part of each
-  // hold after the step's inputs were all in and its output slots free (its own).
+  // core/records.hpp), summed over the window: the steps, and the part of each hold after the
+  // step's inputs were all in and its output slots free (its own).
   uint64_t gated_steps = 0;
-  uint64_t gated_hold_sum_ns = 0;
   uint64_t gated_own_sum_ns = 0;
 };
 static_assert(std::is_trivially_copyable_v<CommRankFixed>);

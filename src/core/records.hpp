@@ -68,14 +68,13 @@ static_assert(std::is_trivially_copyable_v<ProxyOpRecord>);
 inline constexpr int kSlotsPerConnection = 8;
 
 // A collective receive op's holds set against its GPU's output slots (io/slot_gates.hpp):
-// over the recorded steps whose onward sends' gates are recorded too, the hold (RecvGpuWait)
-// and the part of it after the step's inputs had all arrived and its output slots were free,
-// which is the GPU's own time. Only per-step traces have it, and only where the onward sends
+// over the recorded steps whose onward sends' gates are recorded too, the part of each hold
+// (RecvGpuWait) after the step's inputs had all arrived and its output slots were free, which
+// is the GPU's own time. Only per-step traces have it, and only where the onward sends
 // are the same process's network sends (a GPU that forwards over NVLink has none).
 struct GatedHoldRecord {
   uint64_t comm_hash = 0;
   uint64_t seq = 0;
-  uint64_t hold_ns = 0;
   uint64_t own_ns = 0;
   uint32_t process = 0;  // index into the reading node's local process table
   int32_t rank = -1;

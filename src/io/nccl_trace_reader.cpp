@@ -775,7 +775,6 @@ class TraceParser {
       if (!holds[i]) continue;
       GatedHoldRecord g = gate_records_[i];
       g.steps = holds[i]->steps;
-      g.hold_ns = holds[i]->hold_ns;
       g.own_ns = holds[i]->own_ns;
       data_.gated_holds.push_back(g);
     }

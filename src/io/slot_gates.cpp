@@ -79,7 +79,7 @@ std::optional<LaneOf> lane_of(std::span<const GateOp> ops, size_t input, std::ve
   return best;
 }
 
-// The input's hold and own time over its steps whose every gate is recorded.
+// The input's own time over its steps whose every gate is recorded.
 GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vector<size_t>& exits,
                      const std::vector<size_t>& inputs, int shift) {
   GatedHold g;
@@ -100,7 +100,6 @@ GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vecto
     for (size_t other : inputs)
       if (const StepSpan* s = step_of(ops[other], in.step)) start = std::max(start, s->from);
     ++g.steps;
-    g.hold_ns += static_cast<uint64_t>(in.to - in.from);
     g.own_ns += static_cast<uint64_t>(std::max<int64_t>(0, in.to - std::max(start, gate)));
   }
   return g;

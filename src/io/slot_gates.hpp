@@ -45,10 +45,9 @@ struct GateOp {
   std::vector<StepSpan> steps;  // ascending step
 };
 
-// Of one receive op: its steps whose gates are all recorded, their holds and own time.
+// Of one receive op: its steps whose gates are all recorded, and their own time.
 struct GatedHold {
   uint32_t steps = 0;
-  uint64_t hold_ns = 0;
   uint64_t own_ns = 0;
 };
 

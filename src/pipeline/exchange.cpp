@@ -101,7 +101,6 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
   }
   if (c.gated_steps > seen.gated_steps) {
     seen.gated_steps = c.gated_steps;
-    seen.gated_hold_sum_ns = c.gated_hold_sum_ns;
     seen.gated_own_sum_ns = c.gated_own_sum_ns;
   }
   if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {

@@ -121,7 +121,6 @@ void measure_gated_holds(const LocalData& data, const std::vector<CommWindow>& w
     auto it = by_rank.find({g.comm_hash, g.rank});
     if (it == by_rank.end()) continue;
     it->second->gated_steps += g.steps;
-    it->second->gated_hold_sum_ns += g.hold_ns;
     it->second->gated_own_sum_ns += g.own_ns;
   }
 }

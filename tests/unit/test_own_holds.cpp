@@ -34,7 +34,6 @@ struct Job {
       GlobalCommRank& r = obs.comm_ranks[p];
       r.gated_steps = 72;
       r.gated_own_sum_ns = static_cast<uint64_t>(72 * own_us[p] * 1000);
-      r.gated_hold_sum_ns = 72 * 115000;
     }
     baselines[kComm].cycle_ns = 12000;
   }

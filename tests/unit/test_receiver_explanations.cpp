@@ -657,7 +657,6 @@ TEST(ReceiverExplanations, WhereItsHoldsAreSetAgainstItsOutputSlotsItsOwnTimeIsM
     for (GlobalCommRank& r : job.obs.comm_ranks)
       if (r.process == 2 && r.comm_hash == kComm) {
         r.gated_steps = 64;
-        r.gated_hold_sum_ns = 64 * 530000;
         r.gated_own_sum_ns = static_cast<uint64_t>(64 * own_per_step_ns);
       }
     job.run();
