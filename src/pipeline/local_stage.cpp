@@ -115,9 +115,7 @@ void measure_gated_holds(const LocalData& data, const std::vector<CommWindow>& w
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
   for (const GatedHoldRecord& g : data.gated_holds) {
-    auto w = std::lower_bound(windows.begin(), windows.end(), g.comm_hash,
-                              [](const CommWindow& cw, uint64_t c) { return cw.comm_hash < c; });
-    if (w != windows.end() && w->comm_hash == g.comm_hash && g.seq < w->min_seq) continue;
+    if (!collective_in_window(g.comm_hash, g.seq, windows)) continue;
     auto it = by_rank.find({g.comm_hash, g.rank});
     if (it == by_rank.end()) continue;
     it->second->gated_steps += g.steps;
@@ -130,10 +128,7 @@ void measure_busy_time(const LocalData& data, const std::vector<CommWindow>& win
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
   auto in_window = [&](uint64_t comm, uint64_t seq, bool unwindowed) {
-    if (unwindowed) return true;
-    auto it = std::lower_bound(windows.begin(), windows.end(), comm,
-                               [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
-    return it == windows.end() || it->comm_hash != comm || seq >= it->min_seq;
+    return unwindowed || collective_in_window(comm, seq, windows);
   };
   std::set<std::pair<uint64_t, int32_t>> kernel_timed;
   for (const KernelStartRecord& k : data.kernel_starts) {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "reduce/edge_reduce.hpp"
+
 namespace culprit {
 namespace {
 
@@ -102,12 +104,6 @@ void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double la
   }
 }
 
-bool in_window(const HandoffLine& line, const std::vector<CommWindow>& windows) {
-  auto it = std::lower_bound(windows.begin(), windows.end(), line.comm_hash,
-                             [](const CommWindow& w, uint64_t c) { return w.comm_hash < c; });
-  return it == windows.end() || it->comm_hash != line.comm_hash || line.seq >= it->min_seq;
-}
-
 }  // namespace
 
 void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& windows,
@@ -116,7 +112,7 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
   // (host, comm, seq, channel) -> the node's network ends of that channel in that collective.
   std::map<std::tuple<std::string, uint64_t, uint64_t, int32_t>, ChannelEnds> channels;
   for (const HandoffLine& line : data.handoffs) {
-    if (!in_window(line, windows)) continue;
+    if (!collective_in_window(line.comm_hash, line.seq, windows)) continue;
     ChannelEnds& ends = channels[{data.processes[line.process].host, line.comm_hash, line.seq, line.channel}];
     (line.is_send ? ends.sends : ends.receives).push_back(&line);
   }

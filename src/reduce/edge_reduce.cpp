@@ -35,13 +35,16 @@ bool parse_reduce_path(const std::string& text, ReducePath* out) {
   return true;
 }
 
-bool record_in_window(const ProxyOpRecord& r, std::span<const CommWindow> windows) {
-  if (r.is_p2p || r.seq_unknown) return true;
+bool collective_in_window(uint64_t comm_hash, uint64_t seq, std::span<const CommWindow> windows) {
   auto it = std::lower_bound(
-      windows.begin(), windows.end(), r.comm_hash,
+      windows.begin(), windows.end(), comm_hash,
       [](const CommWindow& w, uint64_t hash) { return w.comm_hash < hash; });
-  if (it == windows.end() || it->comm_hash != r.comm_hash) return true;
-  return r.seq >= it->min_seq;
+  if (it == windows.end() || it->comm_hash != comm_hash) return true;
+  return seq >= it->min_seq;
+}
+
+bool record_in_window(const ProxyOpRecord& r, std::span<const CommWindow> windows) {
+  return r.is_p2p || r.seq_unknown || collective_in_window(r.comm_hash, r.seq, windows);
 }
 
 namespace {

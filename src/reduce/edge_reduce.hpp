@@ -21,6 +21,9 @@ bool parse_reduce_path(const std::string& text, ReducePath* out);
 // record of an unlisted communicator).
 // `windows` must be sorted by comm_hash.
 bool record_in_window(const ProxyOpRecord& r, std::span<const CommWindow> windows);
+// The same for anything else of a collective with a known sequence number: whether
+// collective `seq` of communicator `comm_hash` is in the window.
+bool collective_in_window(uint64_t comm_hash, uint64_t seq, std::span<const CommWindow> windows);
 
 // CPU reduction. `windows` sorted by comm_hash. `threads` 0 means all hardware threads.
 // Output sorted by EdgeKey; sums saturate at UINT64_MAX.
