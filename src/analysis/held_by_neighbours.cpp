@@ -1,6 +1,9 @@
 #include "analysis/held_by_neighbours.hpp"
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -35,27 +38,33 @@ void add_starved_by_link_holds(const ProcessContext& context, const std::vector<
 
 void add_node_interior_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
                              const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds) {
-  std::map<std::string, uint32_t> strongest;  // per host
+  const std::map<uint32_t, std::set<uint64_t>> comms_of = context.comms_of_processes();
+  auto share_a_comm = [&](uint32_t a, uint32_t b) {
+    auto ca = comms_of.find(a), cb = comms_of.find(b);
+    if (ca == comms_of.end() || cb == comms_of.end()) return false;
+    return std::ranges::any_of(ca->second, [&](uint64_t c) { return cb->second.count(c) > 0; });
+  };
   auto stronger = [&](uint32_t a, uint32_t b) {
     bool a_kernel = kernel_late_ns[a] > 0, b_kernel = kernel_late_ns[b] > 0;
     return a_kernel != b_kernel ? a_kernel : evidence[a].outranks(evidence[b]);
   };
-  auto consider = [&](const std::string& host, uint32_t p) {
-    auto it = strongest.find(host);
-    if (it == strongest.end() || stronger(p, it->second)) strongest[host] = p;
-  };
+  std::map<std::string, std::vector<uint32_t>> on_host;  // the evidence that counts on each node
   for (uint32_t p = 0; p < evidence.size(); ++p) {
     if (!evidence[p].any()) continue;
-    consider(context.host_of(p), p);
-    if (evidence[p].culprit_class == CulpritClass::kNetworkLink && evidence[p].peer)
-      consider(context.host_of(*evidence[p].peer), p);
+    on_host[context.host_of(p)].push_back(p);
+    if (evidence[p].culprit_class == CulpritClass::kNetworkLink && evidence[p].peer &&
+        context.host_of(*evidence[p].peer) != context.host_of(p))
+      on_host[context.host_of(*evidence[p].peer)].push_back(p);
   }
   for (uint32_t p = 0; p < evidence.size(); ++p) {
     const CulpritClass c = evidence[p].culprit_class;
     if (!evidence[p].any() || c == CulpritClass::kNetworkLink || c == CulpritClass::kFlush || c == CulpritClass::kHang)
       continue;
-    uint32_t x = strongest[context.host_of(p)];
-    if (x != p) holds.push_back({p, x, evidence[p].ns, "node_interior"});
+    // Only GPUs that some communicator chains together pass backpressure and starvation on.
+    std::optional<uint32_t> strongest;
+    for (uint32_t x : on_host[context.host_of(p)])
+      if (x != p && share_a_comm(p, x) && stronger(x, p) && (!strongest || stronger(x, *strongest))) strongest = x;
+    if (strongest) holds.push_back({p, *strongest, evidence[p].ns, "node_interior"});
   }
 }
 

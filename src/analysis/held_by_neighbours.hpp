@@ -11,6 +11,8 @@
 //     measurably slow (kernel clocks) explains the GPU-side delays of its node peers, and
 //     the reverse cannot happen (a slow consumer does not lengthen another GPU's own work),
 //     so kernel evidence outranks proxy-derived evidence. Flushes and hangs are their own.
+//     Only a GPU that shares a communicator with it can hold another: GPUs of one node in
+//     separate pipelines (or data-parallel groups alone) exchange no data at all.
 #pragma once
 
 #include <vector>

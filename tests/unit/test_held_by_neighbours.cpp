@@ -80,6 +80,23 @@ TEST(NodeInterior, AWeakerGpuSideDelayIsHeldByTheStrongestOnItsNode) {
   EXPECT_EQ(holds[0].why, "node_interior");
 }
 
+// Two slow consumers on one node, each in a pipeline of its own (seed 31415: 2.33x and 2.59x
+// on node 1 of a 7x7 pipeline, each costing 12 % and 17 % alone): no communicator chains
+// them, so neither is the other's backpressure. A GPU that shares a communicator with the
+// stronger one is still held by it.
+TEST(NodeInterior, GpusThatShareNoCommunicatorHoldNothingOfEachOther) {
+  ProcessContext ctx(job({"a", "a", "a"}, 2));  // 0 and 1 in kWorld, 2 alone in kOther
+  std::vector<Evidence> ev(3);
+  ev[0] = offered(1000, CulpritClass::kGpuConsumer);
+  ev[1] = offered(500, CulpritClass::kGpuConsumer);
+  ev[2] = offered(9000, CulpritClass::kGpuConsumer);
+  std::vector<WaitEdge> holds;
+  add_node_interior_holds(ctx, ev, std::vector<double>(3, 0.0), holds);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].from, 1u);
+  EXPECT_EQ(holds[0].to, 0u);
+}
+
 TEST(NodeInterior, KernelEvidenceOutranksLongerProxyEvidenceAndAHangOutranksTime) {
   ProcessContext ctx(job({"a", "a", "a"}, 3));
   std::vector<Evidence> ev(3);
