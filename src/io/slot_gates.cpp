@@ -13,11 +13,15 @@ namespace {
 // The proxy sees a step handed over within its polling: two events of one GPU primitive
 // (an input freed, an output ready) are one moment to within this.
 constexpr int64_t kPollToleranceNs = 1000;
-// "Nearly all steps": of an exit's steps overlapping a receive's, the share that must fall
-// inside the receive's step (arrived .. freed); a step retried or polled late may not.
-constexpr double kInsideShare = 0.75;
-// Fewer common steps than this prove nothing about a lane.
-constexpr size_t kMinCommonSteps = 4;
+// Of an exit's steps overlapping a receive's, the share that must fall inside the receive's
+// step (arrived .. freed). A ring's last receive of each chunk goes nowhere (its data is
+// final), one step in 2(n - 1): in a ring of two ranks every other step, and the send of the
+// step after it carries the next chunk's own data, ready whenever its input is. A tree's
+// lanes forward every step.
+constexpr double kInsideShare = 0.5;
+// Fewer common steps than this prove nothing about a lane: a ring of two ranks' AllReduce of
+// two chunks has four steps, three of them followed by a send one step on.
+constexpr size_t kMinCommonSteps = 3;
 // Shifts from an input step to the output step made from it: a tree's lanes forward step k
 // as step k, a ring's as step k + 1.
 constexpr int kMaxShift = 1;
@@ -87,7 +91,9 @@ GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vecto
     const int64_t gated_step = in.step + shift - kSlotsPerConnection;
     int64_t gate = std::numeric_limits<int64_t>::min();
     bool known = true;
+    // Before step kSlotsPerConnection - shift every output slot is still unused: no gate.
     for (size_t x : exits) {
+      if (gated_step < 0) break;
       const StepSpan* out = step_of(ops[x], gated_step);
       if (!out || out->done <= 0) {
         known = false;

@@ -45,7 +45,8 @@ struct GateOp {
   std::vector<StepSpan> steps;  // ascending step
 };
 
-// Of one receive op: its steps whose gates are all recorded, and their own time.
+// Of one receive op: its steps whose gates are all recorded or were never used (a step below
+// kSlotsPerConnection writes output slots no earlier send held), and their own time.
 struct GatedHold {
   uint32_t steps = 0;
   uint64_t own_ns = 0;

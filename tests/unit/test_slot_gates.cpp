@@ -78,8 +78,9 @@ TEST(SlotGates, AGpuSlowToConsumeHoldsOnlyForItself) {
 }
 
 // A ring sends step k + 1 from its input of step k: the input's step 7 is gated by the send
-// of step 0, so steps 7..15 are gated. Each input is freed 2 us after its arrival, the moment
-// the next step's data is ready; that send completes 6 us later.
+// of step 0, and steps 0..6 by none (their output slots were never used), so all 16 steps
+// count. Each input is freed 2 us after its arrival, the moment the next step's data is ready;
+// that send completes 6 us later.
 TEST(SlotGates, ARingForwardsEachStepAsTheNext) {
   auto arrival = [](int64_t k) { return 100 * kUs + k * 10 * kUs; };
   std::vector<GateOp> ops;
@@ -89,8 +90,8 @@ TEST(SlotGates, ARingForwardsEachStepAsTheNext) {
   }));
   const auto holds = gated_holds(ops);
   ASSERT_TRUE(holds[0].has_value());
-  EXPECT_EQ(holds[0]->steps, 9u);
-  EXPECT_EQ(holds[0]->own_ns, 9u * 2 * kUs);
+  EXPECT_EQ(holds[0]->steps, 16u);
+  EXPECT_EQ(holds[0]->own_ns, 16u * 2 * kUs);
 }
 
 // Without a send on its channel whose data it could have made, a receive has no gate.
