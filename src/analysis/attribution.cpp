@@ -26,6 +26,7 @@
 #include "analysis/data_flow.hpp"
 #include "analysis/flight_recorder_hang.hpp"
 #include "analysis/flight_recorder_join.hpp"
+#include "analysis/gated_holds.hpp"
 #include "analysis/held_by_neighbours.hpp"
 #include "analysis/hidden_consumers.hpp"
 #include "analysis/inflight_hang.hpp"
@@ -41,6 +42,7 @@
 #include "analysis/sequence_hang.hpp"
 #include "analysis/silent_gpus.hpp"
 #include "analysis/unexplained_waits.hpp"
+#include "analysis/wire_groups.hpp"
 
 namespace culprit {
 namespace {
@@ -87,6 +89,20 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
                     where_found(evidence[p]) + ")");
   for (const WaitEdge& h : holds)
     out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
+}
+
+// Each rank's measured own time per gated step, and which stood out (NCCL_CULPRIT_DEBUG=1).
+void describe_own_holds(const ProcessContext& context, const Observations& obs,
+                        const std::vector<OwnHoldVerdict>& verdicts, std::vector<std::string>& out) {
+  for (const auto& [who, own] : gated_own_time_per_step(obs)) {
+    std::string line = "own time " + context.name_of(who.first) + " comm " + std::to_string(who.second) + " " +
+                       std::to_string(own) + " ns/step";
+    for (const OwnHoldVerdict& v : verdicts)
+      if (v.process == who.first && v.comm == who.second)
+        line += " stands out by " + std::to_string(v.excess.ns) + " ns (margin " +
+                std::to_string(v.excess.margin) + ")";
+    out.push_back(line);
+  }
 }
 
 std::vector<uint32_t> roots_of(const std::vector<WaitEdge>& holds, const std::vector<Evidence>& evidence) {
@@ -158,7 +174,10 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
   const ArrivalJudgement arrivals = judge_arrivals(members);
   explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds, out.notes);
-  offer_slow_own_holds(obs, judge_own_holds(obs, facts.baselines, cfg), evidence);
+  const std::vector<OwnHoldVerdict> own_holds =
+      judge_own_holds(obs, facts.baselines, cfg, replica_groups_of(context, obs));
+  offer_slow_own_holds(obs, own_holds, evidence);
+  describe_own_holds(context, obs, own_holds, out.evidence);
   const auto held_from_beyond = [&](const MemberWait& m) {
     return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg);
   };
@@ -172,6 +191,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
   add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
   drop_holds_of_own_time_roots(own_delay, facts.edges, holds);
+  drop_holds_of_slow_own_holds(own_holds, holds);
   drop_holds_of_stopped(evidence, holds);
   const std::vector<double> waited = waited_per_process(obs, facts.edges, context.size());
   note_unexplained_wait_targets(unexplained_wait_targets(holds, evidence, own_delay.work_measured),
@@ -179,7 +199,8 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   describe_evidence(context, evidence, own_delay, holds, out.evidence);
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);
-  const std::vector<ConsumerPlacement> placements = place_slow_consumers(obs, facts.edges, context, evidence, roots);
+  const std::vector<ConsumerPlacement> placements =
+      place_slow_consumers(obs, facts.edges, context, evidence, roots, slow_own_holders(own_holds));
   apply_consumer_placements(placements, context, evidence, roots, out.notes);
   std::vector<uint32_t> unplaced = roots;
   for (const ConsumerPlacement& p : placements) {

@@ -133,13 +133,16 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
                                                     const std::vector<EdgeFacts>& facts,
                                                     const ProcessContext& context,
                                                     const std::vector<Evidence>& evidence,
-                                                    const std::vector<uint32_t>& roots) {
+                                                    const std::vector<uint32_t>& roots,
+                                                    const std::set<uint32_t>& own_measured) {
   std::vector<ConsumerPlacement> out;
   const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
   for (uint32_t named : roots) {
     const Evidence& e = evidence[named];
     auto comms = slow_comms.find(named);
-    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer || comms == slow_comms.end()) continue;
+    if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer || comms == slow_comms.end() ||
+        own_measured.count(named) > 0)
+      continue;
     ConsumerPlacement placement = place_one(observations, facts, context, named, comms->second);
     if (placement.placed != named && evidence[placement.placed].stopped) placement.left = 0;  // a hang outranks it
     out.push_back(std::move(placement));
@@ -159,7 +162,7 @@ void apply_consumer_placements(const std::vector<ConsumerPlacement>& placements,
       continue;
     }
     evidence[p.named] = Evidence{};
-    evidence[p.placed] = moved;
+    if (!evidence[p.placed].outranks(moved)) evidence[p.placed] = moved;  // a root there keeps the stronger
     if (std::find(roots.begin(), roots.end(), p.placed) == roots.end())
       std::replace(roots.begin(), roots.end(), p.named, p.placed);
     else

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,12 +52,15 @@ struct LagSummary {
 };
 
 // One placement per root named gpu_consumer (not stopped) with slow-consuming receives; where
-// the lags conclude nothing, one with left = 0 (its readings only).
+// the lags conclude nothing, one with left = 0 (its readings only). A root in `own_measured`
+// (own_holds.hpp: its holds set against its own output slots stood out) consumed slowly
+// itself and is not placed.
 std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observations,
                                                     const std::vector<EdgeFacts>& facts,
                                                     const ProcessContext& context,
                                                     const std::vector<Evidence>& evidence,
-                                                    const std::vector<uint32_t>& roots);
+                                                    const std::vector<uint32_t>& roots,
+                                                    const std::set<uint32_t>& own_measured = {});
 
 // Moves each named root's evidence to the placed GPU (scaled by 1 / left), in `evidence` and
 // `roots`, with a note where the GPU changed.

@@ -8,22 +8,35 @@
 namespace culprit {
 
 std::vector<OwnHoldVerdict> judge_own_holds(const Observations& obs, const std::map<uint64_t, CommBaseline>& baselines,
-                                            const AttributionConfig& cfg) {
-  std::map<uint64_t, std::vector<std::pair<uint32_t, double>>> by_comm;
-  for (const auto& [who, own] : gated_own_time_per_step(obs)) by_comm[who.second].emplace_back(who.first, own);
+                                            const AttributionConfig& cfg, const WireGroups& replicas) {
+  struct Receiver {
+    uint32_t process;
+    uint64_t comm;
+    double own;
+  };
+  std::map<uint64_t, std::vector<Receiver>> by_group;
+  for (const auto& [who, own] : gated_own_time_per_step(obs))
+    by_group[wire_group_of(who.second, replicas)].push_back({who.first, who.second, own});
   std::vector<OwnHoldVerdict> verdicts;
-  for (const auto& [comm, receivers] : by_comm) {
-    auto base = baselines.find(comm);
-    if (receivers.size() < 2 || base == baselines.end()) continue;
-    for (const auto& [process, own] : receivers) {
+  for (const auto& [group, receivers] : by_group) {
+    if (receivers.size() < 2) continue;
+    for (const Receiver& r : receivers) {
+      auto base = baselines.find(r.comm);
+      if (base == baselines.end()) continue;
       std::vector<double> others;
-      for (const auto& [other, other_own] : receivers)
-        if (other != process) others.push_back(other_own);
-      const Excess x = significant_excess(own, robust_of(std::move(others)), base->second.cycle_ns, cfg);
-      if (x.ns > 0) verdicts.push_back({process, comm, x});
+      for (const Receiver& o : receivers)
+        if (o.process != r.process || o.comm != r.comm) others.push_back(o.own);
+      const Excess x = significant_excess(r.own, robust_of(std::move(others)), base->second.cycle_ns, cfg);
+      if (x.ns > 0) verdicts.push_back({r.process, r.comm, x});
     }
   }
   return verdicts;
+}
+
+std::set<uint32_t> slow_own_holders(const std::vector<OwnHoldVerdict>& verdicts) {
+  std::set<uint32_t> out;
+  for (const OwnHoldVerdict& v : verdicts) out.insert(v.process);
+  return out;
 }
 
 void offer_slow_own_holds(const Observations& obs, const std::vector<OwnHoldVerdict>& verdicts,

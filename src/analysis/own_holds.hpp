@@ -1,5 +1,5 @@
 // Own holds: a GPU slow to consume, told by its own time per step (gated_holds.hpp) against
-// the other receivers of its communicator. A receive's hold (RecvGpuWait) mixes the GPU's own
+// the other receivers of its communicator and of its replicas. A receive's hold (RecvGpuWait) mixes the GPU's own
 // consumption with its wait for a free output slot; in a loop of credit (a tree of two nodes,
 // whose root returns its child's data) every GPU holds its inputs as long as the slowest, and
 // the holds name nobody. Set against the output slots, the healthy ones hold for a
@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "analysis/edge_stats.hpp"
@@ -25,11 +26,17 @@ struct OwnHoldVerdict {
   Excess excess;  // own time per step beyond the others'
 };
 
-// The receivers whose own time per gated step stands out in their communicator (at least two
-// receivers measured there).
+// The receivers whose own time per gated step stands out among the receivers of their
+// communicator and its replicas (`replicas`: communicator -> its replica group,
+// wire_groups.hpp; the data-parallel groups of a job run the same collectives, and one of two
+// GPUs has only the other beside it, whose steps the gates may not match), at least two
+// receivers measured there.
 std::vector<OwnHoldVerdict> judge_own_holds(const Observations& observations,
                                             const std::map<uint64_t, CommBaseline>& baselines,
-                                            const AttributionConfig& config);
+                                            const AttributionConfig& config, const WireGroups& replicas = {});
+
+// The GPUs among `verdicts`.
+std::set<uint32_t> slow_own_holders(const std::vector<OwnHoldVerdict>& verdicts);
 
 // Offers each as gpu_consumer: its excess per step over one channel's receive steps of the
 // window, added over its communicators (their collectives run one after another).

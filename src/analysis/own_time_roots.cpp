@@ -16,6 +16,11 @@ void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<E
   std::erase_if(holds, [&](const WaitEdge& h) { return roots.count(h.from) > 0; });
 }
 
+void drop_holds_of_slow_own_holds(const std::vector<OwnHoldVerdict>& verdicts, std::vector<WaitEdge>& holds) {
+  const std::set<uint32_t> roots = slow_own_holders(verdicts);
+  std::erase_if(holds, [&](const WaitEdge& h) { return roots.count(h.from) > 0; });
+}
+
 void drop_holds_of_stopped(const std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds) {
   std::erase_if(holds, [&](const WaitEdge& h) { return h.from < evidence.size() && evidence[h.from].stopped; });
 }

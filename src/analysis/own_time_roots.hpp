@@ -15,6 +15,10 @@
 // that never entered a pipeline+world job's AllReduce (seed 2222) passed its whole hang on to
 // a neighbouring stage's late post.
 //
+// The same holds for a GPU slow to consume, where its per-step traces set its holds against
+// its output slots (own_holds.hpp): with two slow consumers on one node, the weaker one was
+// kept as the stronger one's victim (node_interior) and its own fault was never named.
+//
 // What it cannot tell apart: two faults on one process (its root carries both).
 #pragma once
 
@@ -22,6 +26,7 @@
 
 #include "analysis/connection_facts.hpp"
 #include "analysis/own_delay.hpp"
+#include "analysis/own_holds.hpp"
 #include "analysis/self_evidence.hpp"
 #include "analysis/wait_graph.hpp"
 
@@ -31,6 +36,11 @@ namespace culprit {
 // any gaps were compared) and of every process that sends on a slow wire (facts).
 void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<EdgeFacts>& facts,
                                   std::vector<WaitEdge>& holds);
+
+// Drops the holds of every GPU whose own time per gated step stands out in a communicator
+// (own_holds.hpp): what a GPU holds after its inputs arrived and its output slots were free
+// waits on nobody, neither a slower node peer nor the GPUs its sends feed.
+void drop_holds_of_slow_own_holds(const std::vector<OwnHoldVerdict>& verdicts, std::vector<WaitEdge>& holds);
 
 // Drops the holds of every process whose evidence says it stopped.
 void drop_holds_of_stopped(const std::vector<Evidence>& evidence, std::vector<WaitEdge>& holds);

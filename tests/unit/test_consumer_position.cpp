@@ -94,6 +94,27 @@ TEST(ConsumerPosition, AnExitWithEveryBufferBeforeItFullIsTheSlowConsumer) {
   EXPECT_NE(notes[0].find("held by"), std::string::npos);
 }
 
+// Two slow consumers of one node: the exit is a root of its own, slower, and the entry's own
+// time per gated step stood out (own_holds.hpp), so the entry stays where it is. Were it
+// placed on the exit anyway, the exit's stronger evidence would stay.
+TEST(ConsumerPosition, AnEntryWhoseOwnHoldsStoodOutStaysAndAStrongerRootKeepsItsEvidence) {
+  Ring ring;
+  ring.entry_lags(3, {8.3, 7.9, 8.6, 8.1, 8.0});
+  ring.exit_shortfalls(5, {0.3, -0.1, 0.6, 0.1, 0.0});
+  ring.evidence[5].offer(7e6, CulpritClass::kGpuConsumer, std::nullopt, 12.0);
+  ring.roots = {3, 5};
+  ProcessContext context(ring.obs);
+  EXPECT_TRUE(place_slow_consumers(ring.obs, ring.facts, context, ring.evidence, {3}, {3}).empty());
+
+  const auto placed = place_slow_consumers(ring.obs, ring.facts, context, ring.evidence, {3});
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 5u);
+  ring.apply(placed);
+  EXPECT_EQ(ring.roots, std::vector<uint32_t>{5});
+  EXPECT_DOUBLE_EQ(ring.evidence[5].ns, 7e6);
+  EXPECT_DOUBLE_EQ(ring.evidence[5].margin, 12.0);
+}
+
 TEST(ConsumerPosition, FullBuffersBehindAnExitThatWaitsForCreditAreHeldBeyondTheNode) {
   Ring ring;
   ring.entry_lags(3, {-0.5, -0.6, -0.4, -0.5, -0.7, -0.5, -0.4, -0.6});  // too close to call

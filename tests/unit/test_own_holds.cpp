@@ -1,5 +1,5 @@
 // judge_own_holds / offer_slow_own_holds: a receiver's own time per gated step against its
-// communicator's other receivers'.
+// communicator's and its replicas' other receivers'.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -83,6 +83,23 @@ TEST(OwnHolds, AmongManyTheSpreadOfTheOthersGuards) {
   const std::vector<OwnHoldVerdict> named = judge_own_holds(loud.obs, loud.baselines, AttributionConfig{});
   ASSERT_EQ(named.size(), 1u);
   EXPECT_EQ(named[0].process, 7u);
+}
+
+// A ring+dp job of two nodes: each data-parallel communicator holds two GPUs, and in one of
+// them only the slow consumer's steps were gated (3.57x: 205 us a step). Judged with its
+// communicator alone it has nobody beside it; with the other data-parallel communicators,
+// replicas that run the same collectives, it stands out.
+TEST(OwnHolds, AReceiverAloneInItsCommunicatorIsJudgedAmongItsReplicas) {
+  Job job({205, 1.1, 1.4, 2.0});
+  for (uint32_t p = 0; p < 4; ++p) job.obs.comm_ranks[p].comm_hash = kComm + p;
+  for (uint32_t p = 0; p < 4; ++p) job.baselines[kComm + p] = job.baselines[kComm];
+  EXPECT_TRUE(judge_own_holds(job.obs, job.baselines, AttributionConfig{}).empty());
+  const WireGroups replicas = {{kComm, kComm}, {kComm + 1, kComm}, {kComm + 2, kComm}, {kComm + 3, kComm}};
+  const std::vector<OwnHoldVerdict> named = judge_own_holds(job.obs, job.baselines, AttributionConfig{}, replicas);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].process, 0u);
+  EXPECT_EQ(named[0].comm, kComm);
+  EXPECT_NEAR(named[0].excess.ns, 205000 - 1100, 1);  // beyond the quickest of fewer than five
 }
 
 }  // namespace
