@@ -1,8 +1,8 @@
 // Own holds: a GPU slow to consume, told by its own time per step (gated_holds.hpp) against
-// the other receivers of its communicator and of its replicas. A receive's hold (RecvGpuWait) mixes the GPU's own
-// consumption with its wait for a free output slot; in a loop of credit (a tree of two nodes,
-// whose root returns its child's data) every GPU holds its inputs as long as the slowest, and
-// the holds name nobody. Set against the output slots, the healthy ones hold for a
+// the other receivers of its communicator and of its replicas. A receive's hold (RecvGpuWait)
+// mixes the GPU's own consumption with its wait for a free output slot; in a loop of credit (a
+// tree of two nodes, whose root returns its child's data) every GPU holds its inputs as long
+// as the slowest, and the holds name nobody. Set against the output slots, the healthy ones hold for a
 // microsecond after their step could start, the slow consumer for its consumption. Judged as
 // the connection phases are (significant_excess, edge_stats.hpp): beyond the others' median
 // (their quickest with fewer than five), by mad_k of their spread, rel_floor of the

@@ -13,11 +13,12 @@
 // step from its inputs: the step's data is ready for the send (SendGpuWait ends) after the
 // input arrived and no later than the input's slot is freed (RecvGpuWait ends). So an exit
 // that carries the data on, d steps later (a tree's lanes: 0; a ring: 1), has its step k + d
-// ready inside [input k arrived, input k freed] for nearly all steps; of the exits that do,
-// the one ready closest to the freeing is the lane's, and every exit ready at the same
-// moments is fed by the same primitive (a tree's parent feeds both children). The inputs
-// assigned the same exits and shift form the lane's inputs: a step starts when the last of
-// them arrived.
+// ready inside [input k arrived, input k freed] for every step it forwards (all of a tree's,
+// all but the last of each chunk in a ring: every other one in a ring of two ranks, so half
+// the common steps are asked for); of the exits that do, the one ready closest to the
+// freeing is the lane's, and every exit ready at the same moments is fed by the same
+// primitive (a tree's parent feeds both children). The inputs assigned the same exits and
+// shift form the lane's inputs: a step starts when the last of them arrived.
 #pragma once
 
 #include <cstdint>
