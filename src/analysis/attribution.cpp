@@ -62,7 +62,8 @@ void mark_hangs(const Observations& obs, const ProcessContext& context, const In
 // Which input named each root: the profiler's records (traces, exports, shards) or the
 // Flight Recorder dumps (flight_recorder_hang.hpp), which name who stopped from PyTorch's own
 // bookkeeping. Both may; the dumps' stop then outranks a delay the records found before it.
-std::vector<std::string> mark_flight_recorder_stops(const FlightRecorderVerdict& flight, std::vector<Evidence>& evidence) {
+std::vector<std::string> mark_flight_recorder_stops(const FlightRecorderVerdict& flight,
+                                                    std::vector<Evidence>& evidence) {
   std::vector<std::string> named_by(evidence.size());
   for (uint32_t p = 0; p < evidence.size(); ++p)
     if (evidence[p].any()) named_by[p] = "profiler";
