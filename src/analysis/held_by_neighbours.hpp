@@ -10,7 +10,11 @@
 //     up its sender's node, so it counts on both ends' nodes. A GPU whose own work is
 //     measurably slow (kernel clocks) explains the GPU-side delays of its node peers, and
 //     the reverse cannot happen (a slow consumer does not lengthen another GPU's own work),
-//     so kernel evidence outranks proxy-derived evidence. Flushes and hangs are their own.
+//     so kernel evidence outranks proxy-derived evidence. Not a consumer's, though: a GPU late
+//     by its own work withholds its node peers' credit at the start of each collective, and
+//     its steps inside the kernel are short beside a transfer, while a GPU named slow to
+//     consume held its inputs at every step (in traces the receive explanations ask that of
+//     every recorded step; probing's sums cannot tell). Flushes and hangs are their own.
 //     Only a GPU that shares a communicator with it can hold another: GPUs of one node in
 //     separate pipelines (or data-parallel groups alone) exchange no data at all.
 #pragma once

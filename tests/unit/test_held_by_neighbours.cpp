@@ -100,7 +100,7 @@ TEST(NodeInterior, GpusThatShareNoCommunicatorHoldNothingOfEachOther) {
 TEST(NodeInterior, KernelEvidenceOutranksLongerProxyEvidenceAndAHangOutranksTime) {
   ProcessContext ctx(job({"a", "a", "a"}, 3));
   std::vector<Evidence> ev(3);
-  ev[0] = offered(9000, CulpritClass::kGpuConsumer);
+  ev[0] = offered(9000, CulpritClass::kGpuProducer);
   ev[1] = offered(3000, CulpritClass::kGpuProducer);
   ev[2] = offered(1000, CulpritClass::kGpuProducer);  // measured by its kernels
   std::vector<WaitEdge> holds;
@@ -119,6 +119,23 @@ TEST(NodeInterior, KernelEvidenceOutranksLongerProxyEvidenceAndAHangOutranksTime
   EXPECT_EQ(holds[0].to, 2u);
   EXPECT_EQ(holds[1].to, 2u);
   EXPECT_DOUBLE_EQ(holds[0].weight_ns, 9000);
+}
+
+// A ring 3x2x4 with a 1.62x consumer and a 1.27x slow GPU on one node (seed 60221, 6 % and
+// 12 % alone): the GPU, late by its own work, withholds its peer's credit at the start of each
+// collective, but the consumer held its inputs at every step. It stays a root; a late post
+// beside the slow GPU is still its victim.
+TEST(NodeInterior, AGpuLateByItsOwnWorkDoesNotHoldAPeerSlowToConsume) {
+  ProcessContext ctx(job({"a", "a", "a"}, 3));
+  std::vector<Evidence> ev(3);
+  ev[0] = offered(6.7e6, CulpritClass::kGpuConsumer);
+  ev[1] = offered(1e6, CulpritClass::kGpuProducer);
+  ev[2] = offered(2e6, CulpritClass::kGpuProducer);  // measured by its kernels
+  std::vector<WaitEdge> holds;
+  add_node_interior_holds(ctx, ev, {0, 0, 2e6}, holds);
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].from, 1u);
+  EXPECT_EQ(holds[0].to, 2u);
 }
 
 TEST(NodeInterior, ASlowWireCountsOnTheNodeItFeedsAndIsNeverHeldItself) {
