@@ -65,7 +65,9 @@ void add_node_interior_holds(const ProcessContext& context, const std::vector<Ev
     for (uint32_t x : on_host[context.host_of(p)]) {
       // A GPU late by its own work withholds its node peers' credit at the start of each
       // collective; a peer slow to consume holds its inputs at every step, which that cannot.
-      const bool late_beside_consumer = kernel_late_ns[x] > 0 && c == CulpritClass::kGpuConsumer;
+      // One that stopped holds everything.
+      const bool late_beside_consumer =
+          kernel_late_ns[x] > 0 && !evidence[x].stopped && c == CulpritClass::kGpuConsumer;
       if (x != p && share_a_comm(p, x) && !late_beside_consumer && stronger(x, p) &&
           (!strongest || stronger(x, *strongest)))
         strongest = x;

@@ -136,6 +136,14 @@ TEST(NodeInterior, AGpuLateByItsOwnWorkDoesNotHoldAPeerSlowToConsume) {
   ASSERT_EQ(holds.size(), 1u);
   EXPECT_EQ(holds[0].from, 1u);
   EXPECT_EQ(holds[0].to, 2u);
+
+  // Stopped, it holds the consumer too.
+  ev[2].stop();
+  holds.clear();
+  add_node_interior_holds(ctx, ev, {0, 0, 2e6}, holds);
+  ASSERT_EQ(holds.size(), 2u);
+  EXPECT_EQ(holds[0].from, 0u);
+  EXPECT_EQ(holds[0].to, 2u);
 }
 
 TEST(NodeInterior, ASlowWireCountsOnTheNodeItFeedsAndIsNeverHeldItself) {
