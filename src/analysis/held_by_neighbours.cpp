@@ -44,6 +44,15 @@ void add_node_interior_holds(const ProcessContext& context, const std::vector<Ev
     if (ca == comms_of.end() || cb == comms_of.end()) return false;
     return std::ranges::any_of(ca->second, [&](uint64_t c) { return cb->second.count(c) > 0; });
   };
+  // Only GPUs that some communicator chains together pass backpressure and starvation on. A
+  // GPU late by its own work withholds its node peers' credit at the start of each
+  // collective; a peer slow to consume holds its inputs at every step, which that cannot. One
+  // that stopped holds everything.
+  auto can_hold = [&](uint32_t x, uint32_t p) {
+    const bool late_beside_consumer = kernel_late_ns[x] > 0 && !evidence[x].stopped &&
+                                      evidence[p].culprit_class == CulpritClass::kGpuConsumer;
+    return x != p && share_a_comm(p, x) && !late_beside_consumer;
+  };
   auto stronger = [&](uint32_t a, uint32_t b) {
     bool a_kernel = kernel_late_ns[a] > 0, b_kernel = kernel_late_ns[b] > 0;
     return a_kernel != b_kernel ? a_kernel : evidence[a].outranks(evidence[b]);
@@ -60,18 +69,9 @@ void add_node_interior_holds(const ProcessContext& context, const std::vector<Ev
     const CulpritClass c = evidence[p].culprit_class;
     if (!evidence[p].any() || c == CulpritClass::kNetworkLink || c == CulpritClass::kFlush || c == CulpritClass::kHang)
       continue;
-    // Only GPUs that some communicator chains together pass backpressure and starvation on.
     std::optional<uint32_t> strongest;
-    for (uint32_t x : on_host[context.host_of(p)]) {
-      // A GPU late by its own work withholds its node peers' credit at the start of each
-      // collective; a peer slow to consume holds its inputs at every step, which that cannot.
-      // One that stopped holds everything.
-      const bool late_beside_consumer =
-          kernel_late_ns[x] > 0 && !evidence[x].stopped && c == CulpritClass::kGpuConsumer;
-      if (x != p && share_a_comm(p, x) && !late_beside_consumer && stronger(x, p) &&
-          (!strongest || stronger(x, *strongest)))
-        strongest = x;
-    }
+    for (uint32_t x : on_host[context.host_of(p)])
+      if (can_hold(x, p) && stronger(x, p) && (!strongest || stronger(x, *strongest))) strongest = x;
     if (strongest) holds.push_back({p, *strongest, evidence[p].ns, "node_interior"});
   }
 }

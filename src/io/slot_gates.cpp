@@ -83,7 +83,7 @@ std::optional<LaneOf> lane_of(std::span<const GateOp> ops, size_t input, std::ve
   return best;
 }
 
-// The input's own time over its steps whose every gate is recorded.
+// The input's own time over its steps whose every gate is recorded or was never used.
 GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vector<size_t>& exits,
                      const std::vector<size_t>& inputs, int shift) {
   GatedHold g;
