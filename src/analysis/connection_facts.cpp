@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analysis/backlog_inside_node.hpp"
 #include "analysis/busy_wire_peers.hpp"
 #include "analysis/receiver_peers.hpp"
 #include "analysis/saturated_wires.hpp"
@@ -137,6 +138,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
       judge_busy_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns, .leave_judged_out = true});
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   ReceiverPeers receivers(views, cfg, p2p_sizes, wire_groups);
+  const EntryPassages passages(obs);
   out.edges.resize(obs.edges.size());
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeKey& k = obs.edges[i].key;
@@ -146,6 +148,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
     judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
+    take_hold_behind_backlog(passages, receivers, out.baselines[k.comm_hash].cycle_ns, f);
   }
   note_missing_halves(out.edges, context, out.notes);
   return out;

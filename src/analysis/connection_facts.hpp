@@ -27,6 +27,9 @@ struct EdgeFacts {
   double link_margin = 0;     // where slow_link: how far the wire clears the tightest of its guards
   bool p2p = false;           // a connection of a communicator that runs only send/recv
   bool slow_link = false, no_credit = false, slow_flush = false, slow_consume = false;
+  // slow_consume from a backlog after it on its node (backlog_inside_node.hpp), not from holds
+  // slow in every step: the node's slow consumption, not necessarily the receiver's own.
+  bool behind_backlog = false;
   EdgeVerdict verdict = EdgeVerdict::kNormal;
 };
 

@@ -4,15 +4,16 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
-#include "analysis/robust_stats.hpp"
+#include "analysis/chain_order.hpp"
+#include "analysis/lag_summary.hpp"
 
 namespace culprit {
 namespace {
 
-constexpr double kTail = 1e-3;
 // The lag of an entry that passes its data on is the passage across the node, a fraction of a
 // step above 0; one that holds its slots frees them up to a buffer later. Between 0 and -1
 // step (the joining of the two clocks is within the profiler's polling of kernel starts)
@@ -20,23 +21,6 @@ constexpr double kTail = 1e-3;
 constexpr double kHoldBound = -1;
 constexpr double kPassBound = 0;
 constexpr double kSlots = kSlotsPerConnection;
-
-LagSummary summarize(double sum, double sq_sum, uint32_t n) {
-  LagSummary s;
-  s.samples = n;
-  if (n == 0) return s;
-  s.mean = sum / n;
-  const double variance = n > 1 ? std::max(0.0, (sq_sum - sum * sum / n) / (n - 1)) : 0.0;
-  s.se = std::sqrt(variance / n);
-  return s;
-}
-
-bool below(const LagSummary& s, double bound) {
-  return s.samples >= 3 && s.mean + critical_t(s.samples - 1, kTail) * s.se < bound;
-}
-bool above(const LagSummary& s, double bound) {
-  return s.samples >= 3 && s.mean - critical_t(s.samples - 1, kTail) * s.se > bound;
-}
 
 // What the lags say of one GPU.
 struct Reading {
@@ -61,7 +45,8 @@ Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint
     x_n += c.exit_shortfall_samples;
   }
   const LagSummary entry = summarize(e_sum, e_sq, e_n), exit = summarize(x_sum, x_sq, x_n);
-  return {entry, exit, below(entry, kHoldBound), above(entry, kPassBound), above(exit, -kSlots / 2)};
+  return {entry, exit, significantly_below(entry, kHoldBound), significantly_above(entry, kPassBound),
+          significantly_above(exit, -kSlots / 2)};
 }
 
 // Whether `process`'s network sends in `comms` wait for their receivers' credit more than for
@@ -85,6 +70,30 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
                 r.holds ? " holds" : "", r.passes ? " passes" : "",
                 r.full ? (r.held_beyond ? " full, held beyond the node" : " full") : "");
   return "passage " + context.name_of(p) + text;
+}
+
+// Where several GPUs remain and the named entry passes its data on, its lag puts the slow GPU
+// p = 1 + round(lag / S) GPUs after it (S (p - 1) steps of backlog: the table of
+// consumer_position.hpp), and the node's chain order (chain_order.hpp) says which GPU that is,
+// where the entry sits at one end of it. Every communicator whose order is read must point at
+// the same GPU, one of those left and inside the chain (the exit has its own reading).
+std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context, uint32_t named,
+                                        const std::set<uint64_t>& comms, const std::vector<uint32_t>& left) {
+  std::optional<uint32_t> found;
+  for (uint64_t comm : comms) {
+    const std::vector<uint32_t> order = chain_order_of(obs, context, named, comm);
+    const LagSummary lag = entry_lags_of(obs, named, {comm});
+    if (order.empty() || lag.samples == 0) continue;
+    const size_t at = static_cast<size_t>(std::find(order.begin(), order.end(), named) - order.begin());
+    const size_t last = order.size() - 1;
+    const auto p = static_cast<size_t>(1 + std::lround(std::max(0.0, lag.mean) / kSlots));
+    if ((at != 0 && at != last) || p >= last) return std::nullopt;
+    const uint32_t target = order[at == 0 ? p : last - p];
+    if (found && *found != target) return std::nullopt;
+    found = target;
+  }
+  if (found && std::find(left.begin(), left.end(), *found) == left.end()) return std::nullopt;
+  return found;
 }
 
 ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts>& facts,
@@ -122,6 +131,12 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
     return ConsumerPlacement{named, named, 0, "", readings};  // nothing concluded
   if (left.size() == 1)
     return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it",
+                             readings};
+  if (const std::optional<uint32_t> along = along_the_chain(obs, context, named, comms, left))
+    return ConsumerPlacement{named, *along, 1,
+                             "it passes its data on before freeing it, and the data then waits on the node as "
+                             "long as behind a slow GPU that far along the node's chain (ordered by when "
+                             "the node's GPUs end their collectives)",
                              readings};
   return ConsumerPlacement{named, left[0], static_cast<uint32_t>(left.size()),
                            "it passes its data on before freeing it; the GPUs after it are not told apart", readings};

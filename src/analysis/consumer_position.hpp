@@ -44,13 +44,6 @@ struct ConsumerPlacement {
   bool concluded() const { return left > 0; }
 };
 
-// Mean and standard error of one kind of lag of one GPU, over its ranks in some communicators.
-struct LagSummary {
-  double mean = 0;
-  double se = 0;
-  uint32_t samples = 0;
-};
-
 // One placement per root named gpu_consumer (not stopped) with slow-consuming receives; where
 // the lags conclude nothing, one with left = 0 (its readings only). A root in `own_measured`
 // (own_holds.hpp: its holds set against its own output slots stood out) consumed slowly

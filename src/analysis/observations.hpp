@@ -76,6 +76,12 @@ struct CommRankFixed {
   double exit_shortfall_sq_sum = 0;
   uint32_t entry_lag_samples = 0;
   uint32_t exit_shortfall_samples = 0;
+  // Its place along its node's chain (pipeline/chain_places.hpp): in each collective of the
+  // window, how many of its node's GPUs of the communicator stopped their kernel before it,
+  // summed over the collectives where all of them recorded a stop.
+  double chain_place_sum = 0;
+  double chain_place_sq_sum = 0;
+  uint32_t chain_place_samples = 0;
   // Its network receives' holds where its output slots' gates are known (GatedHoldRecord,
   // core/records.hpp), summed over the window: the steps, and the part of each hold after the
   // step's inputs were all in and its output slots free (its own).

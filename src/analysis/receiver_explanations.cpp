@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "analysis/backlog_inside_node.hpp"
 #include "analysis/gated_holds.hpp"
 #include "analysis/late_posters.hpp"
 #include "analysis/peer_roles.hpp"
@@ -393,6 +394,11 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
     c.flush = f.slow_flush ? f.anomaly[kRecvFlushWait] * c.recv_steps : 0;
     c.consume = f.slow_consume ? f.anomaly[kRecvGpuWait] * c.recv_steps : 0;
     bound_consumption_by_own_time(c, gated_own);
+    if (f.behind_backlog && c.consume > 0)
+      if (const std::optional<uint32_t> late = late_gpu_behind(in.context, in.own_delay.late_ns, f.dst, c.comm)) {
+        holds.push_back({f.dst, *late, c.consume, "node_interior"});
+        c.consume = 0;
+      }
     bool own_work_measured = in.own_delay.work_measured[f.dst];
     if (f.no_credit && (!own_work_measured || c.flush > 0 || c.consume > 0)) {
       explain_withheld_credit(c, in, late_on_host_of(f.dst), late_posts, cfg, times, holds);

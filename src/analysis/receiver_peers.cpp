@@ -112,7 +112,7 @@ double ReceiverPeers::every_step_margin(const EdgeView& view, const Robust& shor
   return beyond_guard(excess, std::max(config_.rel_floor * cycle_ns, config_.abs_floor_ns)).margin;
 }
 
-Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) const {
+Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns, bool every_step_guard) const {
   const bool combines = combining(view.edge->key);
   auto kind = groups_.find(kind_of(view.edge->key));
   if (kind == groups_.end()) return {};
@@ -132,7 +132,7 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns) 
                            : held_value(view, phase, combines);
   if (!may_stand_out(g, receiver, value, floor)) return {};
   // Slow consumption must be so in every step: a second guard, and the margin is the tighter.
-  const double every_step = phase == kRecvGpuWait && !g.shortest.empty()
+  const double every_step = every_step_guard && phase == kRecvGpuWait && !g.shortest.empty()
                                 ? every_step_margin(view, others_of(g.shortest, g.shortest_without, receiver), cycle_ns)
                                 : std::numeric_limits<double>::infinity();
   if (every_step == 0) return {};

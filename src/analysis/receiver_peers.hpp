@@ -76,8 +76,10 @@ class ReceiverPeers {
 
   // Significant excess per step of `phase` (kSendPeerWait, kRecvFlushWait or kRecvGpuWait)
   // of connection `view` above its peers (0: none), with its margin over the tightest of its
-  // guards; cycle_ns is its communicator's step scale.
-  Excess anomaly(const EdgeView& view, int phase, double cycle_ns) const;
+  // guards; cycle_ns is its communicator's step scale. `every_step` false leaves out the
+  // guard that a slow consumer holds every step (backlog_inside_node.hpp: a hold behind a
+  // backlog inside the receiver's node).
+  Excess anomaly(const EdgeView& view, int phase, double cycle_ns, bool every_step = true) const;
 
   // Whether the receiver of `key` combines several network inputs on that channel.
   bool combining(const EdgeKey& key) const;

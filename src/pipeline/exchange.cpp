@@ -103,6 +103,11 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.gated_steps = c.gated_steps;
     seen.gated_own_sum_ns = c.gated_own_sum_ns;
   }
+  if (c.chain_place_samples > seen.chain_place_samples) {
+    seen.chain_place_sum = c.chain_place_sum;
+    seen.chain_place_sq_sum = c.chain_place_sq_sum;
+    seen.chain_place_samples = c.chain_place_samples;
+  }
   if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {
     seen.exit_shortfall_sum = c.exit_shortfall_sum;
     seen.exit_shortfall_sq_sum = c.exit_shortfall_sq_sum;

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "pipeline/chain_places.hpp"
 #include "pipeline/passage_lag.hpp"
 
 namespace culprit {
@@ -176,6 +177,7 @@ LocalStageResult run_local_stage(const LocalData& data, const std::vector<CommWi
   measure_op_times(data, windows, s.comm_ranks);
   measure_busy_time(data, windows, s.comm_ranks);
   measure_passage_lags(data, windows, s.comm_ranks);
+  measure_chain_places(data, windows, s.comm_ranks);
   measure_gated_holds(data, windows, s.comm_ranks);
   ReduceOutcome reduced = reduce_edges(data.ops, windows, path);
   s.edges = std::move(reduced.edges);

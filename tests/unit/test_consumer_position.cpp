@@ -157,6 +157,44 @@ TEST(ConsumerPosition, GpusTheLagsCannotTellApartShareTheScore) {
   EXPECT_DOUBLE_EQ(ring.evidence[placed[0].placed].identified_share, 0.5);
 }
 
+// A tree node of five GPUs (nodeB: 1-5) whose chain, by the order the GPUs end their
+// collectives, is 5 4 3 2 1: 1 meets the children and receives their data, which leaves at 5.
+// The entry passes its data on, which then waits two buffers: the slow GPU is three after it.
+TEST(ConsumerPosition, TheLagsDistanceAlongTheNodesChainNamesAGpuInsideIt) {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  test::add_collective_processes(obs, kComm, {"nodeA", "nodeB", "nodeB", "nodeB", "nodeB", "nodeB"});
+  test::add_connection(obs, facts, kComm, 0, 1, 0, 10).slow_consume = true;
+  test::add_connection(obs, facts, kComm, 5, 0, 0, 10);
+  for (GlobalCommRank& c : obs.comm_ranks) {
+    if (c.process == 0) continue;
+    const double place = 5.0 - c.process;
+    for (int k = 0; k < 4; ++k) {
+      c.chain_place_sum += place;
+      c.chain_place_sq_sum += place * place;
+      c.chain_place_samples += 1;
+    }
+    for (double lag : {16.4, 16.9, 15.8, 16.2, 16.5}) {
+      if (c.process != 1) break;
+      c.entry_lag_sum += lag;
+      c.entry_lag_sq_sum += lag * lag;
+      c.entry_lag_samples += 1;
+    }
+  }
+  std::vector<Evidence> evidence(6);
+  evidence[1].offer(5e6, CulpritClass::kGpuConsumer, std::nullopt, 8.0);
+  const ProcessContext context(obs);
+  std::vector<ConsumerPlacement> placed = place_slow_consumers(obs, facts, context, evidence, {1});
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 4u);
+  EXPECT_EQ(placed[0].left, 1u);
+  // Without an order (the GPUs' places vary), the GPUs left share the score.
+  for (GlobalCommRank& c : obs.comm_ranks) c.chain_place_sum += c.process == 3 ? 2.0 : 0.0;
+  placed = place_slow_consumers(obs, facts, context, evidence, {1});
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].left, 4u);
+}
+
 TEST(ConsumerPosition, NoisyOrTooFewLagsMoveNothing) {
   Ring ring;
   ring.entry_lags(3, {-3.0, 4.0, -2.0, 5.0, 0.5});  // neither below nor above -1 at 1e-3

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "io/nccl_trace_reader.hpp"
+#include "local_node_fixture.hpp"
 #include "mock/simulator.hpp"
 #include "pipeline/local_stage.hpp"
 #include "pipeline/passage_lag.hpp"
@@ -47,19 +48,7 @@ struct Node {
   LocalData data;
   std::vector<GlobalCommRank> ranks;
   Node() {
-    for (int32_t r = 0; r < 3; ++r) {
-      data.processes.push_back({"n0", 100 + r, r, ""});
-      CommRankSeen seen;
-      seen.comm_hash = kComm;
-      seen.rank = r;
-      seen.process = static_cast<uint32_t>(r);
-      data.comm_ranks.push_back(seen);
-      GlobalCommRank g;
-      g.comm_hash = kComm;
-      g.rank = r;
-      g.process = static_cast<uint32_t>(r);
-      ranks.push_back(g);
-    }
+    test::add_node_gpus(data, ranks, "n0", kComm, 3);
     data.kernel_starts.push_back(kernel(0, 0, 10'000'000, 5'000'000));
     data.kernel_starts.push_back(kernel(2, 2, 10'000'000, 9'000'000));
     // The entry frees step 85's slot at 6.00 ms on the GPU clock; the exit hands step 88 (the

@@ -326,6 +326,9 @@ TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
   // 2 us: under a quarter step, so not in every step.
   views = with_shortest(3.0);
   EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 0);
+  // Without the every-step guard (a hold behind a backlog on its node) its holds stand out.
+  views = with_shortest(1.0);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs, false).ns, 29000);
   // The rule judges consumption only: withheld credit and flush are the mean's alone.
   edges[2].phase_ns[kSendPeerWait] = 31 * 1000 * kSteps;
   views = with_shortest(1.0);

@@ -1,0 +1,67 @@
+#include "analysis/backlog_inside_node.hpp"
+
+#include "analysis/robust_stats.hpp"
+
+namespace culprit {
+
+namespace {
+
+// Half a buffer: a backlog of one full buffer less the slack of a buffer only partly full.
+constexpr double kBacklogBound = kSlotsPerConnection / 2.0;
+// Fewer others than this measure no straight passage: the table's, 0, stands in.
+constexpr size_t kMinOtherEntries = 2;
+constexpr uint32_t kMinSamples = 3;
+
+}  // namespace
+
+EntryPassages::EntryPassages(const Observations& obs) {
+  std::map<std::pair<uint64_t, uint32_t>, std::pair<double, double>> sums;  // (comm, process) -> (sum, sq)
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t> samples;
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (c.entry_lag_samples == 0) continue;
+    auto& [sum, sq] = sums[{c.comm_hash, c.process}];
+    sum += c.entry_lag_sum;
+    sq += c.entry_lag_sq_sum;
+    samples[{c.comm_hash, c.process}] += c.entry_lag_samples;
+  }
+  for (const auto& [key, s] : sums)
+    entries_[key.first].emplace_back(key.second, summarize(s.first, s.second, samples[key]));
+}
+
+bool EntryPassages::backlog_after(uint32_t receiver, uint64_t comm) const {
+  auto entries = entries_.find(comm);
+  if (entries == entries_.end()) return false;
+  const LagSummary* own = nullptr;
+  std::vector<double> others;
+  for (const auto& [process, lag] : entries->second) {
+    if (process == receiver) own = &lag;
+    else if (lag.samples >= kMinSamples) others.push_back(lag.mean);
+  }
+  if (!own) return false;
+  const double straight = others.size() >= kMinOtherEntries ? median_of(others) : 0.0;
+  return significantly_above(*own, straight + kBacklogBound);
+}
+
+void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
+                              EdgeFacts& f) {
+  if (f.slow_consume || f.p2p || !f.view.has_recv || !passages.backlog_after(f.dst, f.view.edge->key.comm_hash))
+    return;
+  const Excess held = receivers.anomaly(f.view, kRecvGpuWait, cycle_ns, /*every_step=*/false);
+  if (held.ns <= 0) return;
+  f.anomaly[kRecvGpuWait] = held.ns;
+  f.margin[kRecvGpuWait] = held.margin;
+  f.slow_consume = true;
+  f.behind_backlog = true;
+}
+
+std::optional<uint32_t> late_gpu_behind(const ProcessContext& context, const std::vector<double>& late_ns,
+                                        uint32_t receiver, uint64_t comm) {
+  std::optional<uint32_t> latest;
+  for (const auto& [key, p] : context.rank_map())
+    if (key.first == comm && p != receiver && p < late_ns.size() && late_ns[p] > 0 &&
+        context.host_of(p) == context.host_of(receiver) && (!latest || late_ns[p] > late_ns[*latest]))
+      latest = p;
+  return latest;
+}
+
+}  // namespace culprit

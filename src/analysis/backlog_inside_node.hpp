@@ -1,0 +1,68 @@
+// A network receive held behind a backlog inside its node: a GPU after the entry consumes
+// slowly.
+//
+// A GPU slow to consume frees every slot late, so the receive explanations ask of a slow
+// consumer that its quickest step be slow too (receiver_peers.hpp). An entry whose slots are
+// held by a GPU after it on its node holds only the steps that found that GPU's buffers full:
+// its first steps of each collective fill them and pass at once, and it is rightly not taken
+// for a slow consumer itself. But then nobody is: the GPU that holds the data receives over
+// NVLink only, and no record of its own shows it.
+//
+// Where the data waits tells. The passage lag (pipeline/passage_lag.hpp) of an entry that
+// passes its data on is about S (p - 1) steps more than a straight passage (S = NCCL_STEPS,
+// 8), p the GPUs between it and the slow one. What a straight passage reads depends on how
+// long each GPU takes over a step against the channel's pace, so it is measured: the median of
+// the communicator's other entries' mean lags (0, the passage of the table, where fewer than
+// two others have one). An entry whose lag lies above that by half a buffer (at a one-sided
+// 1e-3 over its collectives and channels) passed on data that then waited a buffer or more
+// inside its node: something after it holds it. Its holds, where they stand beyond its peers'
+// (the test of receiver_peers.hpp without the every-step guard), are then taken as its node's
+// slow consumption: named on the entry, as for any slow consumer its network receives show
+// (hidden_consumers.hpp), and placed along the node's chain by consumer_position.hpp. Whether
+// the node's exit waits for credit (the data held beyond the node, which fills every buffer of
+// the node too) the lanes judge as for any slow consumer.
+//
+// What it cannot see: a slow GPU right after the entry (p = 1: its lag is the passage's), a
+// backlog too short to reach half a buffer (a mild fault in short collectives), and inputs
+// without per-step traces and kernel clocks (no lags). A GPU slow in its own work inside the
+// node frees its slots late too and fills the buffers before it as a slow consumer would:
+// where the gap test or the kernel starts found one on the entry's node in its communicator,
+// the entry's holds wait on it (late_gpu_behind, receiver_explanations.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "analysis/connection_facts.hpp"
+#include "analysis/lag_summary.hpp"
+#include "analysis/observations.hpp"
+#include "analysis/process_context.hpp"
+#include "analysis/receiver_peers.hpp"
+
+namespace culprit {
+
+// The communicators' entries and their passage lags.
+class EntryPassages {
+ public:
+  explicit EntryPassages(const Observations& obs);
+  // Whether `receiver`'s lags as an entry in `comm` show a backlog after it on its node.
+  bool backlog_after(uint32_t receiver, uint64_t comm) const;
+
+ private:
+  std::map<uint64_t, std::vector<std::pair<uint32_t, LagSummary>>> entries_;  // per communicator
+};
+
+// Marks `f` (a collective network receive not found slow to consume) slow to consume where its
+// receiver shows a backlog after it and its holds stand beyond its peers'.
+void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
+                              EdgeFacts& f);
+
+// The GPU of `receiver`'s node in `comm` latest by its own work (late_ns > 0, own_delay.hpp),
+// if any: what a backlog after the receiver waits on.
+std::optional<uint32_t> late_gpu_behind(const ProcessContext& context, const std::vector<double>& late_ns,
+                                        uint32_t receiver, uint64_t comm);
+
+}  // namespace culprit

@@ -1,0 +1,123 @@
+// backlog_inside_node: a network receive held behind a backlog on its node is its node's slow
+// consumption, though its quickest step is as quick as anyone's.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analysis/backlog_inside_node.hpp"
+#include "pass_fixtures.hpp"
+
+namespace culprit {
+namespace {
+
+constexpr uint64_t kComm = 0xb10cull;
+constexpr uint64_t kSteps = 16;
+constexpr double kCycleNs = 45'000;  // a step on the wire
+
+// Six network receives of a tree, one per receiver (process i + 1 sends to i). Receiver 1, the
+// entry of a node of six GPUs whose fourth consumes 4.3x slowly, holds 469 us a step, its
+// peers 2-40 us. Every receiver's quickest step took 2 us: the entry's first steps of each
+// collective filled the buffers after it.
+struct Tree {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  std::vector<EdgeView> views;
+  Tree() {
+    test::add_collective_processes(obs, kComm, {"n0", "n1", "n2", "n3", "n4", "n5", "n6"});
+    const double hold_us[] = {2.3, 469.5, 39.5, 30.0, 2.3, 2.4};
+    for (uint32_t i = 0; i < 6; ++i) {
+      test::add_connection(obs, facts, kComm, i + 1, i, 0, kSteps);
+      EdgeSummary& e = obs.edges.back();
+      e.phase_ns[kRecvGpuWait] = static_cast<uint64_t>(hold_us[i] * 1000 * kSteps);
+      e.recv_ops = e.send_ops = 1;
+      e.recv_gpu_wait_min_ops = 1;
+      e.recv_gpu_wait_min_ns = 2000;
+    }
+  }
+  void entry_lags(uint32_t process, const std::vector<double>& lags) {
+    for (GlobalCommRank& c : obs.comm_ranks)
+      if (c.process == process)
+        for (double x : lags) {
+          c.entry_lag_sum += x;
+          c.entry_lag_sq_sum += x * x;
+          c.entry_lag_samples += 1;
+        }
+  }
+  // The facts of connection i after the rule.
+  EdgeFacts judge(size_t i) {
+    views.clear();
+    for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
+    AttributionConfig cfg;
+    ReceiverPeers peers(views, cfg);
+    EdgeFacts f = facts[i];
+    f.view = views[i];
+    take_hold_behind_backlog(EntryPassages(obs), peers, kCycleNs, f);
+    return f;
+  }
+};
+
+TEST(BacklogInsideNode, AnEntryWhoseDataWaitsABufferOnItsNodeIsItsNodesSlowConsumption) {
+  Tree tree;
+  EXPECT_FALSE(tree.judge(1).slow_consume);  // without lags: its quickest step acquits it
+  // Measured: 9.57 +- 0.12 steps over 8 collectives (a slow GPU two after the entry).
+  tree.entry_lags(1, {9.4, 9.7, 9.5, 9.8, 9.6, 9.3, 9.7, 9.6});
+  const EdgeFacts f = tree.judge(1);
+  EXPECT_TRUE(f.slow_consume);
+  EXPECT_GT(f.anomaly[kRecvGpuWait], 400'000);
+  EXPECT_GT(f.margin[kRecvGpuWait], 1);
+}
+
+TEST(BacklogInsideNode, AHoldLikeItsPeersIsNoSlowConsumptionWhateverTheLag) {
+  Tree tree;
+  tree.entry_lags(3, {9.4, 9.7, 9.5, 9.8, 9.6, 9.3, 9.7, 9.6});
+  EXPECT_FALSE(tree.judge(3).slow_consume);
+}
+
+TEST(BacklogInsideNode, AnEntryThatPassesItsDataStraightThroughHoldsForNoGpuOfItsNode) {
+  Tree tree;
+  tree.entry_lags(1, {0.4, 0.6, 0.5, 0.3, 0.7, 0.5, 0.4, 0.6});  // the passage alone
+  EXPECT_FALSE(tree.judge(1).slow_consume);
+  Tree noisy;
+  noisy.entry_lags(1, {9.0, -2.0, 11.0, 0.5, 7.0});  // not above half a buffer at 1e-3
+  EXPECT_FALSE(noisy.judge(1).slow_consume);
+}
+
+// A ring of five GPUs per node whose third is 2.78x slow in its own work: every entry's passage
+// reads 3.1-3.7 steps, as each GPU takes long over a step. The entry before the slow GPU
+// reads 4.26: no buffer waits beyond the straight passage.
+TEST(BacklogInsideNode, TheBacklogIsCountedBeyondTheCommunicatorsStraightPassage) {
+  Tree tree;
+  tree.entry_lags(1, {4.26, 4.25, 4.27, 4.26, 4.26, 4.25, 4.27, 4.26});
+  tree.entry_lags(2, {3.67, 3.66, 3.68, 3.67});
+  tree.entry_lags(3, {3.10, 3.11, 3.09, 3.10});
+  tree.entry_lags(4, {3.38, 3.37, 3.39, 3.38});
+  EXPECT_FALSE(tree.judge(1).slow_consume);
+  // Above the straight passage by more than half a buffer, it is a backlog.
+  Tree held;
+  held.entry_lags(1, {12.3, 12.4, 12.2, 12.3, 12.5, 12.3, 12.4, 12.2});
+  held.entry_lags(2, {3.67, 3.66, 3.68, 3.67});
+  held.entry_lags(3, {3.10, 3.11, 3.09, 3.10});
+  EXPECT_TRUE(held.judge(1).slow_consume);
+}
+
+// A tree node of four GPUs (1-4 on nodeB) whose GPU 3 is 2.51x slow in its own work: a backlog
+// after entry 1 is GPU 3's, which frees its slots late as a slow consumer would. A late GPU of
+// another node, or of the node but outside the communicator, is no cause.
+TEST(BacklogInsideNode, ABacklogWaitsOnTheNodesGpuLateByItsOwnWork) {
+  Observations obs;
+  test::add_collective_processes(obs, kComm, {"nodeA", "nodeB", "nodeB", "nodeB", "nodeB", "nodeC"});
+  obs.processes.push_back({"nodeB", 200, 6, ""});  // process 6: on nodeB, in no communicator of these
+  const ProcessContext context(obs);
+  std::vector<double> late_ns(7, 0);
+  EXPECT_FALSE(late_gpu_behind(context, late_ns, 1, kComm).has_value());
+  late_ns[5] = 9e6;
+  late_ns[6] = 9e6;
+  EXPECT_FALSE(late_gpu_behind(context, late_ns, 1, kComm).has_value());
+  late_ns[3] = 5e7;
+  late_ns[2] = 1e6;
+  EXPECT_EQ(late_gpu_behind(context, late_ns, 1, kComm), 3u);
+  EXPECT_FALSE(late_gpu_behind(context, late_ns, 1, 0xdeadull).has_value());
+}
+
+}  // namespace
+}  // namespace culprit
