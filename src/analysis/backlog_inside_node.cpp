@@ -28,18 +28,19 @@ EntryPassages::EntryPassages(const Observations& obs) {
     entries_[key.first].emplace_back(key.second, summarize(s.first, s.second, samples[key]));
 }
 
-bool EntryPassages::backlog_after(uint32_t receiver, uint64_t comm) const {
+std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t comm) const {
   auto entries = entries_.find(comm);
-  if (entries == entries_.end()) return false;
+  if (entries == entries_.end()) return std::nullopt;
   const LagSummary* own = nullptr;
   std::vector<double> others;
   for (const auto& [process, lag] : entries->second) {
     if (process == receiver) own = &lag;
     else if (lag.samples >= kMinSamples) others.push_back(lag.mean);
   }
-  if (!own) return false;
+  if (!own) return std::nullopt;
   const double straight = others.size() >= kMinOtherEntries ? median_of(others) : 0.0;
-  return significantly_above(*own, straight + kBacklogBound);
+  if (!significantly_above(*own, straight + kBacklogBound)) return std::nullopt;
+  return own->mean - straight;
 }
 
 void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,

@@ -49,7 +49,9 @@ class EntryPassages {
  public:
   explicit EntryPassages(const Observations& obs);
   // Whether `receiver`'s lags as an entry in `comm` show a backlog after it on its node.
-  bool backlog_after(uint32_t receiver, uint64_t comm) const;
+  bool backlog_after(uint32_t receiver, uint64_t comm) const { return backlog_steps(receiver, comm).has_value(); }
+  // That backlog, in steps beyond the straight passage, where there is one.
+  std::optional<double> backlog_steps(uint32_t receiver, uint64_t comm) const;
 
  private:
   std::map<uint64_t, std::vector<std::pair<uint32_t, LagSummary>>> entries_;  // per communicator

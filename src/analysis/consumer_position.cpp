@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "analysis/backlog_inside_node.hpp"
 #include "analysis/chain_order.hpp"
 #include "analysis/lag_summary.hpp"
 
@@ -72,21 +73,25 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
   return "passage " + context.name_of(p) + text;
 }
 
-// Where several GPUs remain and the named entry passes its data on, its lag puts the slow GPU
-// p = 1 + round(lag / S) GPUs after it (S (p - 1) steps of backlog: the table of
+// Where several GPUs remain and the named entry passes its data on with a backlog after it (its
+// lag beyond its communicator's straight passage, backlog_inside_node.hpp), the backlog B puts
+// the slow GPU p = 1 + round(B / S) GPUs after it (S (p - 1) steps: the table of
 // consumer_position.hpp), and the node's chain order (chain_order.hpp) says which GPU that is,
 // where the entry sits at one end of it. Every communicator whose order is read must point at
-// the same GPU, one of those left and inside the chain (the exit has its own reading).
-std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context, uint32_t named,
+// the same GPU, one of those left and inside the chain (the exit has its own reading). Without
+// a backlog the lag says nothing of how far: the slow GPU may be the next one, or the data
+// may wait beyond the node.
+std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context,
+                                        const EntryPassages& passages, uint32_t named,
                                         const std::set<uint64_t>& comms, const std::vector<uint32_t>& left) {
   std::optional<uint32_t> found;
   for (uint64_t comm : comms) {
     const std::vector<uint32_t> order = chain_order_of(obs, context, named, comm);
-    const LagSummary lag = entry_lags_of(obs, named, {comm});
-    if (order.empty() || lag.samples == 0) continue;
+    const std::optional<double> backlog = passages.backlog_steps(named, comm);
+    if (order.empty() || !backlog) continue;
     const size_t at = static_cast<size_t>(std::find(order.begin(), order.end(), named) - order.begin());
     const size_t last = order.size() - 1;
-    const auto p = static_cast<size_t>(1 + std::lround(std::max(0.0, lag.mean) / kSlots));
+    const auto p = static_cast<size_t>(1 + std::lround(*backlog / kSlots));
     if ((at != 0 && at != last) || p >= last) return std::nullopt;
     const uint32_t target = order[at == 0 ? p : last - p];
     if (found && *found != target) return std::nullopt;
@@ -97,7 +102,8 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
 }
 
 ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts>& facts,
-                            const ProcessContext& context, uint32_t named, const std::set<uint64_t>& comms) {
+                            const ProcessContext& context, const EntryPassages& passages, uint32_t named,
+                            const std::set<uint64_t>& comms) {
   std::set<uint32_t> gpus;
   std::map<uint64_t, int> per_comm;
   for (const auto& [key, p] : context.rank_map()) {
@@ -132,7 +138,7 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
   if (left.size() == 1)
     return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it",
                              readings};
-  if (const std::optional<uint32_t> along = along_the_chain(obs, context, named, comms, left))
+  if (const std::optional<uint32_t> along = along_the_chain(obs, context, passages, named, comms, left))
     return ConsumerPlacement{named, *along, 1,
                              "it passes its data on before freeing it, and the data then waits on the node as "
                              "long as behind a slow GPU that far along the node's chain (ordered by when "
@@ -152,13 +158,14 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
                                                     const std::set<uint32_t>& own_measured) {
   std::vector<ConsumerPlacement> out;
   const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
+  const EntryPassages passages(observations);
   for (uint32_t named : roots) {
     const Evidence& e = evidence[named];
     auto comms = slow_comms.find(named);
     if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer || comms == slow_comms.end() ||
         own_measured.count(named) > 0)
       continue;
-    ConsumerPlacement placement = place_one(observations, facts, context, named, comms->second);
+    ConsumerPlacement placement = place_one(observations, facts, context, passages, named, comms->second);
     if (placement.placed != named && evidence[placement.placed].stopped) placement.left = 0;  // a hang outranks it
     out.push_back(std::move(placement));
   }

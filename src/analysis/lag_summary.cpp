@@ -24,18 +24,6 @@ LagSummary summarize(double sum, double sq_sum, uint32_t n) {
   return s;
 }
 
-LagSummary entry_lags_of(const Observations& obs, uint32_t process, const std::set<uint64_t>& comms) {
-  double sum = 0, sq = 0;
-  uint32_t n = 0;
-  for (const GlobalCommRank& c : obs.comm_ranks) {
-    if (c.process != process || !comms.count(c.comm_hash)) continue;
-    sum += c.entry_lag_sum;
-    sq += c.entry_lag_sq_sum;
-    n += c.entry_lag_samples;
-  }
-  return summarize(sum, sq, n);
-}
-
 bool significantly_below(const LagSummary& s, double bound) {
   return s.samples >= kMinSamples && s.mean + critical_t(s.samples - 1, kTail) * s.se < bound;
 }

@@ -4,9 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
-
-#include "analysis/observations.hpp"
 
 namespace culprit {
 
@@ -19,8 +16,6 @@ struct LagSummary {
 
 // From a sum, a sum of squares and a count.
 LagSummary summarize(double sum, double sq_sum, uint32_t n);
-// The lags of `process` as an entry over its ranks in `comms`.
-LagSummary entry_lags_of(const Observations& obs, uint32_t process, const std::set<uint64_t>& comms);
 
 // Below (above) `bound` at a one-sided 1e-3, over three samples or more.
 bool significantly_below(const LagSummary& s, double bound);
