@@ -1,6 +1,7 @@
 #include "analysis/backlog_inside_node.hpp"
 
-#include "analysis/robust_stats.hpp"
+#include <algorithm>
+#include <vector>
 
 namespace culprit {
 
@@ -11,6 +12,17 @@ constexpr double kBacklogBound = kSlotsPerConnection / 2.0;
 // Fewer others than this measure no straight passage: the table's, 0, stands in.
 constexpr size_t kMinOtherEntries = 2;
 constexpr uint32_t kMinSamples = 3;
+
+// A backlog only adds to a passage, and many entries of a job one fault paces carry one (held
+// from beyond their node, every buffer of it full): the straight passage is at the bottom of
+// the entries' lags. The lower quartile, not the least, so that one noisy low lag cannot set it.
+double lower_quartile(std::vector<double>& values) {
+  std::sort(values.begin(), values.end());
+  const double at = 0.25 * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<size_t>(at);
+  const size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (values[above] - values[below]) * (at - static_cast<double>(below));
+}
 
 }  // namespace
 
@@ -38,7 +50,7 @@ std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t c
     else if (lag.samples >= kMinSamples) others.push_back(lag.mean);
   }
   if (!own) return std::nullopt;
-  const double straight = others.size() >= kMinOtherEntries ? median_of(others) : 0.0;
+  const double straight = others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0;
   if (!significantly_above(*own, straight + kBacklogBound)) return std::nullopt;
   return own->mean - straight;
 }

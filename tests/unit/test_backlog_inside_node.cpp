@@ -100,6 +100,25 @@ TEST(BacklogInsideNode, TheBacklogIsCountedBeyondTheCommunicatorsStraightPassage
   EXPECT_TRUE(held.judge(1).slow_consume);
 }
 
+// An LL tree paced by a 1.81x consumer: three up-entries held from beyond their nodes read
+// 36-39 steps, the down-entries 1.7-1.8. The straight passage is the bottom of the lags, so
+// the consumer's entry at 9.6 carries a backlog (a median, 6.5 with its node's other entry,
+// hid it).
+TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage) {
+  Tree tree;
+  auto lags = [&](uint32_t p, double mean) {
+    tree.entry_lags(p, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
+  };
+  lags(1, 9.6);
+  lags(0, 6.5);
+  lags(2, 36.8);
+  lags(3, 36.4);
+  lags(4, 38.6);
+  lags(5, 1.65);
+  lags(6, 1.75);
+  EXPECT_TRUE(tree.judge(1).slow_consume);
+}
+
 // A tree node of four GPUs (1-4 on nodeB) whose GPU 3 is 2.51x slow in its own work: a backlog
 // after entry 1 is GPU 3's, which frees its slots late as a slow consumer would. A late GPU of
 // another node, or of the node but outside the communicator, is no cause.
