@@ -15,7 +15,9 @@ constexpr uint32_t kMinSamples = 3;
 
 // A backlog only adds to a passage, and many entries of a job one fault paces carry one (held
 // from beyond their node, every buffer of it full): the straight passage is at the bottom of
-// the entries' lags. The lower quartile, not the least, so that one noisy low lag cannot set it.
+// the lags of the entries that pass their data on (a lag below 0 is an entry that holds its
+// slots, no passage). The lower quartile, not the least, so that one noisy low lag cannot set
+// it.
 double lower_quartile(std::vector<double>& values) {
   std::sort(values.begin(), values.end());
   const double at = 0.25 * static_cast<double>(values.size() - 1);
@@ -47,7 +49,7 @@ std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t c
   std::vector<double> others;
   for (const auto& [process, lag] : entries->second) {
     if (process == receiver) own = &lag;
-    else if (lag.samples >= kMinSamples) others.push_back(lag.mean);
+    else if (lag.samples >= kMinSamples && lag.mean >= 0) others.push_back(lag.mean);
   }
   if (!own) return std::nullopt;
   const double straight = others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0;

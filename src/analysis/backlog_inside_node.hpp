@@ -12,8 +12,8 @@
 // passes its data on is about S (p - 1) steps more than a straight passage (S = NCCL_STEPS,
 // 8), p the GPUs between it and the slow one. What a straight passage reads depends on how
 // long each GPU takes over a step against the channel's pace, so it is measured: the lower
-// quartile of the communicator's other entries' mean lags (0, the passage of the table, where
-// fewer than two others have one). A backlog only adds to a passage, and many entries of a job
+// quartile of the mean lags of the communicator's other entries that pass their data on (lags
+// of 0 or more; 0, the passage of the table, where fewer than two others have one). A backlog only adds to a passage, and many entries of a job
 // that one fault paces carry one (held from beyond their node), so the straight passage is at
 // the bottom. An entry whose lag lies above that by half a buffer (at a one-sided
 // 1e-3 over its collectives and channels) passed on data that then waited a buffer or more

@@ -119,6 +119,23 @@ TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage
   EXPECT_TRUE(tree.judge(1).slow_consume);
 }
 
+// Entries that hold their slots (a slow flush's node: -31 to -2 steps) pass nothing on: they
+// do not set the straight passage, which would give a healthy entry at 2.7 a backlog.
+TEST(BacklogInsideNode, EntriesThatHoldTheirSlotsAreNoPassage) {
+  Tree tree;
+  auto lags = [&](uint32_t p, double mean) {
+    tree.entry_lags(p, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
+  };
+  lags(1, 2.73);
+  lags(0, -31.2);
+  lags(2, -19.7);
+  lags(3, -5.36);
+  lags(4, -2.12);
+  lags(5, 0.31);
+  lags(6, 0.38);
+  EXPECT_FALSE(tree.judge(1).slow_consume);
+}
+
 // A tree node of four GPUs (1-4 on nodeB) whose GPU 3 is 2.51x slow in its own work: a backlog
 // after entry 1 is GPU 3's, which frees its slots late as a slow consumer would. A late GPU of
 // another node, or of the node but outside the communicator, is no cause.
