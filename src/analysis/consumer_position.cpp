@@ -116,10 +116,12 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
     if (n >= 3) long_comms.insert(comm);
   std::vector<uint32_t> positive, left;
   std::vector<std::string> readings;
-  bool holds = false;
+  bool holds = false, node_held_beyond = false;
   for (uint32_t p : gpus) {
     Reading r = read_lags(obs, p, comms, long_comms);
-    r.held_beyond = r.full && held_beyond(obs, facts, p, comms);
+    const bool sends_held_beyond = held_beyond(obs, facts, p, comms);
+    node_held_beyond = node_held_beyond || sends_held_beyond;
+    r.held_beyond = r.full && sends_held_beyond;
     readings.push_back(describe(context, p, r));
     if (r.positive()) {
       positive.push_back(p);
@@ -138,7 +140,9 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
   if (left.size() == 1)
     return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it",
                              readings};
-  if (const std::optional<uint32_t> along = along_the_chain(obs, context, passages, named, comms, left))
+  // Where the node's sends wait for credit, its buffers fill from beyond whichever GPU is slow.
+  if (const std::optional<uint32_t> along =
+          node_held_beyond ? std::nullopt : along_the_chain(obs, context, passages, named, comms, left))
     return ConsumerPlacement{named, *along, 1,
                              "it passes its data on before freeing it, and the data then waits on the node as "
                              "long as behind a slow GPU that far along the node's chain (ordered by when "

@@ -188,6 +188,12 @@ TEST(ConsumerPosition, TheLagsDistanceAlongTheNodesChainNamesAGpuInsideIt) {
   ASSERT_EQ(placed.size(), 1u);
   EXPECT_EQ(placed[0].placed, 4u);
   EXPECT_EQ(placed[0].left, 1u);
+  // Where the node's exit waits for credit more than for its data, every buffer of the node
+  // fills from beyond whichever GPU is slow (a healthy LL tree: every up-entry 22 steps).
+  obs.edges[1].phase_ns[kSendPeerWait] = 9'000'000;
+  obs.edges[1].phase_ns[kSendGpuWait] = 1'000'000;
+  EXPECT_EQ(place_slow_consumers(obs, facts, context, evidence, {1})[0].left, 4u);
+  obs.edges[1].phase_ns[kSendPeerWait] = 0;
   // Without an order (the GPUs' places vary), the GPUs left share the score.
   for (GlobalCommRank& c : obs.comm_ranks) c.chain_place_sum += c.process == 3 ? 2.0 : 0.0;
   placed = place_slow_consumers(obs, facts, context, evidence, {1});
