@@ -116,6 +116,19 @@ TEST(BusyWirePeers, BothTheBusyTimeAndTheShortestSendMustStandOut) {
   for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
 }
 
+TEST(BusyWirePeers, AQueueThatStandsInSomeOpsOnlyIsNoSlowWire) {
+  // Link 2 takes twice its peers' time in both figures, but one of its ops moved every step in
+  // a typical send (33 us): a healthy wire that set its flow's pace and queued its sends in the
+  // other ops. A slow wire lengthens every send of every op.
+  std::vector<EdgeSummary> edges = ring({30, 30.9, 30, 29.4, 30.3});
+  edges[2] = wire(2, 3, 0, 60, 66);
+  edges[2].send_op_wait_min_ops = 8;
+  edges[2].send_op_wait_min_ns = 33'000;
+  for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
+  edges[2].send_op_wait_min_ns = 70'000;  // its quickest op slow too: a slow wire
+  EXPECT_TRUE(judge(edges)[2].slow);
+}
+
 TEST(BusyWirePeers, FewerThanThreeLinksAreLeftToTheOtherTests) {
   for (const BusyWireJudgement& w : judge(ring({30, 90}))) EXPECT_FALSE(w.slow);
 }
