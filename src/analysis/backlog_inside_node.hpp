@@ -13,16 +13,16 @@
 // 8), p the GPUs between it and the slow one. What a straight passage reads depends on how
 // long each GPU takes over a step against the channel's pace, so it is measured: the lower
 // quartile of the mean lags of the communicator's other entries that pass their data on (lags
-// of 0 or more; 0, the passage of the table, where fewer than two others have one). A backlog only adds to a passage, and many entries of a job
-// that one fault paces carry one (held from beyond their node), so the straight passage is at
-// the bottom. An entry whose lag lies above that by half a buffer (at a one-sided
-// 1e-3 over its collectives and channels) passed on data that then waited a buffer or more
-// inside its node: something after it holds it. Its holds, where they stand beyond its peers'
-// (the test of receiver_peers.hpp without the every-step guard), are then taken as its node's
-// slow consumption: named on the entry, as for any slow consumer its network receives show
-// (hidden_consumers.hpp), and placed along the node's chain by consumer_position.hpp. Whether
-// the node's exit waits for credit (the data held beyond the node, which fills every buffer of
-// the node too) the lanes judge as for any slow consumer.
+// of 0 or more; 0, the passage of the table, where fewer than two others have one). A backlog
+// only adds to a passage, and many entries of a job that one fault paces carry one (held from
+// beyond their node), so the straight passage is at the bottom. An entry whose lag lies above
+// that by half a buffer (at a one-sided 1e-3 over its collectives and channels) passed on data
+// that then waited a buffer or more inside its node: something after it holds it. Its holds,
+// where they stand beyond its peers' (the test of receiver_peers.hpp without the every-step
+// guard), are then taken as its node's slow consumption: named on the entry, as for any slow
+// consumer its network receives show (hidden_consumers.hpp), and placed along the node's chain
+// by consumer_position.hpp. Whether the node's exit waits for credit (the data held beyond the
+// node, which fills every buffer of the node too) the lanes judge as for any slow consumer.
 //
 // What it cannot see: a slow GPU right after the entry (p = 1: its lag is the passage's), a
 // backlog too short to reach half a buffer (a mild fault in short collectives), and inputs

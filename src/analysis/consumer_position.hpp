@@ -20,7 +20,10 @@
 //              unless its network sends wait for credit more than for their data (the data
 //              is then held beyond the node, and every buffer of the node fills anyway).
 // One GPU that holds or is full is placed; else, where all but one GPU pass on, that one.
-// Where several remain and the named one passes on, the first of them is placed with the
+// Where several remain and the named one passes on with a backlog after it
+// (backlog_inside_node.hpp), the backlog's length along the node's chain (chain_order.hpp)
+// names the GPU, unless a GPU of the node sends waiting for credit more than for its data
+// (every buffer of the node then fills from beyond); else the first of them is placed with the
 // share 1 / (GPUs left) (Evidence::identified_share); else nothing is moved.
 #pragma once
 
