@@ -1,6 +1,8 @@
 #include "analysis/backlog_inside_node.hpp"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace culprit {
@@ -57,14 +59,31 @@ std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t c
   return own->mean - straight;
 }
 
+NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                                           const ProcessContext& context) {
+  std::map<std::pair<uint32_t, uint64_t>, std::pair<double, double>> waits;  // (sender, comm) -> (credit, data)
+  for (size_t i = 0; i < facts.size(); ++i) {
+    if (facts[i].src == facts[i].dst || context.host_of(facts[i].src) == context.host_of(facts[i].dst)) continue;
+    auto& [credit, data] = waits[{facts[i].src, obs.edges[i].key.comm_hash}];
+    credit += static_cast<double>(obs.edges[i].phase_ns[kSendPeerWait]);
+    data += static_cast<double>(obs.edges[i].phase_ns[kSendGpuWait]);
+  }
+  NodesHeldFromBeyond held;
+  for (const auto& [who, w] : waits)
+    if (w.first > 0 && w.first >= w.second) held.insert({context.host_of(who.first), who.second});
+  return held;
+}
+
 void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
-                              EdgeFacts& f) {
-  if (f.slow_consume || f.p2p || !f.view.has_recv || !passages.backlog_after(f.dst, f.view.edge->key.comm_hash))
+                              const NodesHeldFromBeyond& held, const ProcessContext& context, EdgeFacts& f) {
+  const uint64_t comm = f.view.edge->key.comm_hash;
+  if (f.slow_consume || f.p2p || !f.view.has_recv || held.count({context.host_of(f.dst), comm}) ||
+      !passages.backlog_after(f.dst, comm))
     return;
-  const Excess held = receivers.anomaly(f.view, kRecvGpuWait, cycle_ns, /*every_step=*/false);
-  if (held.ns <= 0) return;
-  f.anomaly[kRecvGpuWait] = held.ns;
-  f.margin[kRecvGpuWait] = held.margin;
+  const Excess hold = receivers.anomaly(f.view, kRecvGpuWait, cycle_ns, /*every_step=*/false);
+  if (hold.ns <= 0) return;
+  f.anomaly[kRecvGpuWait] = hold.ns;
+  f.margin[kRecvGpuWait] = hold.margin;
   f.slow_consume = true;
   f.behind_backlog = true;
 }

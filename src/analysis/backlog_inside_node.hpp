@@ -21,8 +21,10 @@
 // where they stand beyond its peers' (the test of receiver_peers.hpp without the every-step
 // guard), are then taken as its node's slow consumption: named on the entry, as for any slow
 // consumer its network receives show (hidden_consumers.hpp), and placed along the node's chain
-// by consumer_position.hpp. Whether the node's exit waits for credit (the data held beyond the
-// node, which fills every buffer of the node too) the lanes judge as for any slow consumer.
+// by consumer_position.hpp. Where a GPU of the node sends waiting for credit more than for its
+// data, the data is held beyond the node, which fills every buffer of the node whichever GPU
+// is slow: no backlog is taken there (the up-entries of an LL tree paced by a 1.57x GPU
+// elsewhere read 5-25 steps against the down-entries' 2.5).
 //
 // What it cannot see: a slow GPU right after the entry (p = 1: its lag is the passage's), a
 // backlog too short to reach half a buffer (a mild fault in short collectives), and inputs
@@ -35,6 +37,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -59,10 +63,18 @@ class EntryPassages {
   std::map<uint64_t, std::vector<std::pair<uint32_t, LagSummary>>> entries_;  // per communicator
 };
 
+// The (host, communicator) pairs where a GPU's network sends wait for their receivers' credit
+// more than for their own data: every buffer of that node fills from beyond it, whichever of
+// its GPUs is slow.
+using NodesHeldFromBeyond = std::set<std::pair<std::string, uint64_t>>;
+NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                                           const ProcessContext& context);
+
 // Marks `f` (a collective network receive not found slow to consume) slow to consume where its
-// receiver shows a backlog after it and its holds stand beyond its peers'.
+// receiver shows a backlog after it, its node is not held from beyond, and its holds stand
+// beyond its peers'.
 void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
-                              EdgeFacts& f);
+                              const NodesHeldFromBeyond& held, const ProcessContext& context, EdgeFacts& f);
 
 // The GPU of `receiver`'s node in `comm` latest by its own work (late_ns > 0, own_delay.hpp),
 // if any: what a backlog after the receiver waits on.

@@ -148,8 +148,10 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
     judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
-    take_hold_behind_backlog(passages, receivers, out.baselines[k.comm_hash].cycle_ns, f);
   }
+  const NodesHeldFromBeyond held = nodes_held_from_beyond(obs, out.edges, context);
+  for (EdgeFacts& f : out.edges)
+    take_hold_behind_backlog(passages, receivers, out.baselines[f.view.edge->key.comm_hash].cycle_ns, held, context, f);
   note_missing_halves(out.edges, context, out.notes);
   return out;
 }

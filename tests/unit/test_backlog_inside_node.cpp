@@ -51,7 +51,9 @@ struct Tree {
     ReceiverPeers peers(views, cfg);
     EdgeFacts f = facts[i];
     f.view = views[i];
-    take_hold_behind_backlog(EntryPassages(obs), peers, kCycleNs, f);
+    const ProcessContext context(obs);
+    take_hold_behind_backlog(EntryPassages(obs), peers, kCycleNs, nodes_held_from_beyond(obs, facts, context),
+                             context, f);
     return f;
   }
 };
@@ -65,6 +67,20 @@ TEST(BacklogInsideNode, AnEntryWhoseDataWaitsABufferOnItsNodeIsItsNodesSlowConsu
   EXPECT_TRUE(f.slow_consume);
   EXPECT_GT(f.anomaly[kRecvGpuWait], 400'000);
   EXPECT_GT(f.margin[kRecvGpuWait], 1);
+}
+
+// Its node's sends wait for credit more than for their data: the data is held beyond the node,
+// which fills every buffer of it (up-entries of an LL tree paced by a slow GPU elsewhere read
+// 5-25 steps against the down-entries' 2.5).
+TEST(BacklogInsideNode, ANodeHeldFromBeyondHasNoBacklogOfItsOwn) {
+  Tree tree;
+  tree.entry_lags(1, {9.4, 9.7, 9.5, 9.8, 9.6, 9.3, 9.7, 9.6});
+  tree.obs.edges[0].phase_ns[kSendPeerWait] = 9'000'000;  // process 1's send to n0
+  tree.obs.edges[0].phase_ns[kSendGpuWait] = 1'000'000;
+  EXPECT_FALSE(tree.judge(1).slow_consume);
+  tree.obs.edges[0].phase_ns[kSendPeerWait] = 1'000'000;  // waiting for its data: held inside
+  tree.obs.edges[0].phase_ns[kSendGpuWait] = 9'000'000;
+  EXPECT_TRUE(tree.judge(1).slow_consume);
 }
 
 TEST(BacklogInsideNode, AHoldLikeItsPeersIsNoSlowConsumptionWhateverTheLag) {
