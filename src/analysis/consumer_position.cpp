@@ -101,8 +101,15 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
   return found;
 }
 
+// What placing one named root reads besides its own node: the communicators' entries and the
+// nodes held from beyond (backlog_inside_node.hpp), each computed once for every root.
+struct NodeReadings {
+  const EntryPassages& passages;
+  const NodesHeldFromBeyond& held;
+};
+
 ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts>& facts,
-                            const ProcessContext& context, const EntryPassages& passages, uint32_t named,
+                            const ProcessContext& context, const NodeReadings& nodes, uint32_t named,
                             const std::set<uint64_t>& comms) {
   std::set<uint32_t> gpus;
   std::map<uint64_t, int> per_comm;
@@ -116,12 +123,10 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
     if (n >= 3) long_comms.insert(comm);
   std::vector<uint32_t> positive, left;
   std::vector<std::string> readings;
-  bool holds = false, node_held_beyond = false;
+  bool holds = false;
   for (uint32_t p : gpus) {
     Reading r = read_lags(obs, p, comms, long_comms);
-    const bool sends_held_beyond = held_beyond(obs, facts, p, comms);
-    node_held_beyond = node_held_beyond || sends_held_beyond;
-    r.held_beyond = r.full && sends_held_beyond;
+    r.held_beyond = r.full && held_beyond(obs, facts, p, comms);
     readings.push_back(describe(context, p, r));
     if (r.positive()) {
       positive.push_back(p);
@@ -141,8 +146,10 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
     return ConsumerPlacement{named, left[0], 1, "every other GPU of the node passes its data on before freeing it",
                              readings};
   // Where the node's sends wait for credit, its buffers fill from beyond whichever GPU is slow.
+  const bool node_held_beyond = std::ranges::any_of(
+      comms, [&](uint64_t comm) { return nodes.held.count({context.host_of(named), comm}) > 0; });
   if (const std::optional<uint32_t> along =
-          node_held_beyond ? std::nullopt : along_the_chain(obs, context, passages, named, comms, left))
+          node_held_beyond ? std::nullopt : along_the_chain(obs, context, nodes.passages, named, comms, left))
     return ConsumerPlacement{named, *along, 1,
                              "it passes its data on before freeing it, and the data then waits on the node as "
                              "long as behind a slow GPU that far along the node's chain (ordered by when "
@@ -163,13 +170,14 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
   std::vector<ConsumerPlacement> out;
   const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
   const EntryPassages passages(observations);
+  const NodesHeldFromBeyond held = nodes_held_from_beyond(observations, facts, context);
   for (uint32_t named : roots) {
     const Evidence& e = evidence[named];
     auto comms = slow_comms.find(named);
     if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer || comms == slow_comms.end() ||
         own_measured.count(named) > 0)
       continue;
-    ConsumerPlacement placement = place_one(observations, facts, context, passages, named, comms->second);
+    ConsumerPlacement placement = place_one(observations, facts, context, {passages, held}, named, comms->second);
     if (placement.placed != named && evidence[placement.placed].stopped) placement.left = 0;  // a hang outranks it
     out.push_back(std::move(placement));
   }

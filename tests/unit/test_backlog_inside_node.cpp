@@ -43,6 +43,10 @@ struct Tree {
           c.entry_lag_samples += 1;
         }
   }
+  // Eight collectives whose lags spread a tenth of a step about `mean`.
+  void steady_lags(uint32_t process, double mean) {
+    entry_lags(process, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
+  }
   // The facts of connection i after the rule.
   EdgeFacts judge(size_t i) {
     views.clear();
@@ -122,16 +126,13 @@ TEST(BacklogInsideNode, TheBacklogIsCountedBeyondTheCommunicatorsStraightPassage
 // hid it).
 TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage) {
   Tree tree;
-  auto lags = [&](uint32_t p, double mean) {
-    tree.entry_lags(p, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
-  };
-  lags(1, 9.6);
-  lags(0, 6.5);
-  lags(2, 36.8);
-  lags(3, 36.4);
-  lags(4, 38.6);
-  lags(5, 1.65);
-  lags(6, 1.75);
+  tree.steady_lags(1, 9.6);
+  tree.steady_lags(0, 6.5);
+  tree.steady_lags(2, 36.8);
+  tree.steady_lags(3, 36.4);
+  tree.steady_lags(4, 38.6);
+  tree.steady_lags(5, 1.65);
+  tree.steady_lags(6, 1.75);
   EXPECT_TRUE(tree.judge(1).slow_consume);
 }
 
@@ -139,16 +140,13 @@ TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage
 // do not set the straight passage, which would give a healthy entry at 2.7 a backlog.
 TEST(BacklogInsideNode, EntriesThatHoldTheirSlotsAreNoPassage) {
   Tree tree;
-  auto lags = [&](uint32_t p, double mean) {
-    tree.entry_lags(p, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
-  };
-  lags(1, 2.73);
-  lags(0, -31.2);
-  lags(2, -19.7);
-  lags(3, -5.36);
-  lags(4, -2.12);
-  lags(5, 0.31);
-  lags(6, 0.38);
+  tree.steady_lags(1, 2.73);
+  tree.steady_lags(0, -31.2);
+  tree.steady_lags(2, -19.7);
+  tree.steady_lags(3, -5.36);
+  tree.steady_lags(4, -2.12);
+  tree.steady_lags(5, 0.31);
+  tree.steady_lags(6, 0.38);
   EXPECT_FALSE(tree.judge(1).slow_consume);
 }
 
