@@ -114,6 +114,10 @@ Excess beyond_guard(double excess, double guard) {
   return {excess, guard > 0 ? excess / guard : std::numeric_limits<double>::infinity()};
 }
 
+bool data_ready_at_once(const EdgeView& v, const AttributionConfig& cfg) {
+  return v.has_send && v.step_ns[kSendGpuWait] < cfg.rel_floor * v.send_cycle_ns;
+}
+
 double ratio_margin(double value, double reference, double ratio) {
   const double asked = (ratio - 1) * reference;
   return asked > 0 ? (value - reference) / asked : std::numeric_limits<double>::infinity();

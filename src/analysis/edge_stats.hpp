@@ -133,6 +133,10 @@ Excess beyond_guard(double excess, double guard);
 // excess over `reference` is (infinite where the reference asks for nothing).
 double ratio_margin(double value, double reference, double ratio);
 
+// Whether a send's data was ready at once: its SendGpuWait under rel_floor of its step. Its GPU
+// is then ahead of its wire, and what holds the send is beyond its node.
+bool data_ready_at_once(const EdgeView& view, const AttributionConfig& config);
+
 // Excess of `value` above (positive ns) or below (negative) the baseline, where it clears the
 // guards of `config`.
 Excess significant_excess(double value, const Robust& base, double cycle_ns, const AttributionConfig& config);

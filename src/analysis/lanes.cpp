@@ -76,11 +76,17 @@ bool Lanes::held_beyond(const std::vector<size_t>& exits, const AttributionConfi
   for (size_t i : exits) {
     const EdgeFacts& o = facts_[i];
     if (o.no_credit || o.slow_link) return true;
-    bool gpu_ahead = o.view.has_send && o.view.step_ns[kSendGpuWait] < cfg.rel_floor * o.view.send_cycle_ns;
-    if (gpu_ahead &&
+    if (data_ready_at_once(o.view, cfg) &&
         !(receiver && beyond_waits_on(i, *receiver) && receiver_hold_ns > o.view.step_ns[kSendWait]))
       return true;
   }
+  return false;
+}
+
+bool Lanes::delivered_past_receiver(size_t connection, const AttributionConfig& cfg) const {
+  const uint32_t receiver = facts_[connection].dst;
+  for (size_t i : onward_exits(connection))
+    if (facts_[i].src != receiver && data_ready_at_once(facts_[i].view, cfg)) return true;
   return false;
 }
 

@@ -12,7 +12,11 @@
 // rel_floor of its step). Then a receiver of that lane that is slow to free buffers is passing
 // backpressure on, not causing it, as far as the exits were held: a GPU that waits for a free
 // output slot holds its input no longer per step than its sends waited for credit and wire
-// (both sides have NCCL_STEPS slots), so what it holds beyond that is its own.
+// (both sides have NCCL_STEPS slots), so what it holds beyond that is its own. That bound holds
+// where the receiver sends the lane's data on itself; where the data crosses the node to an exit
+// that another GPU sends by, every buffer between may be full, and each holds its step
+// NCCL_STEPS times the exit's pace: there an exit whose data was ready at once shows that the
+// receiver passed the data on in time (delivered_past_receiver).
 #pragma once
 
 #include <cstddef>
@@ -62,6 +66,13 @@ class Lanes {
   // input no longer than that (a tree's bottleneck link under LL, whose sender's leaf waits
   // for its credit on the way up).
   bool backpressured(size_t connection, const AttributionConfig& config) const;
+  // Whether an onward exit of `connection` sent by another GPU of its receiver's node had its
+  // data ready at once (its GPU ahead of its wire, as above). The data of a network input
+  // crosses the node's chain of GPUs from its entry (the receiver) to the exit that another GPU
+  // sends by (a ring's, or a tree's way up to the parent; what the receiver sends itself goes
+  // the other way, to the children): an exit never left waiting for data shows that every GPU
+  // before it, the receiver's too, passed the data on in time.
+  bool delivered_past_receiver(size_t connection, const AttributionConfig& config) const;
   // The longest time per step a send of `connection`'s onward exits was held, waiting for
   // credit and on the wire (SendPeerWait + SendWait): the most backpressure can hold its
   // receiver's input per step.

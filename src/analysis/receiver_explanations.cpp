@@ -329,12 +329,16 @@ void bound_consumption_by_own_time(Connection& c, const GatedOwn& gated_own) {
 // NCCL_STEPS steps: summed over an op's last recorded steps, the holds of a lane that stalled
 // and then drained outweigh its sends' waits.
 void offer_consumption_beyond_backpressure(const Connection& c, const ReceiverInputs& in, const GatedOwn& gated_own,
-                                           ReceiverTimes& times) {
+                                           const AttributionConfig& cfg, ReceiverTimes& times) {
   const EdgeFacts& f = c.facts;
   if (gated_own.count({f.dst, c.comm})) {
     times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     return;
   }
+  // Past an exit whose data was ready at once the receiver delivered in time: a full buffer
+  // holds each input NCCL_STEPS times the exit's pace, which no per-step wait of the exit's
+  // bounds (lanes.hpp).
+  if (in.lanes.delivered_past_receiver(c.index, cfg)) return;
   const double excess = f.anomaly[kRecvGpuWait];
   const double beyond = std::min(excess, f.view.step_ns[kRecvGpuWait] - in.lanes.onward_hold_ns(c.index));
   const double margin = c.consume_margin * beyond / excess;
@@ -412,7 +416,7 @@ void explain_receivers(const ReceiverInputs& in, const AttributionConfig& cfg, s
       if (c.consume > 0) times.offer(f.dst, c.comm, c.consume, CulpritClass::kGpuConsumer, c.consume_margin);
     } else {
       offer_own_flush(c, times);
-      if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, gated_own, times);
+      if (c.consume > 0) offer_consumption_beyond_backpressure(c, in, gated_own, cfg, times);
     }
   }
   times.commit(in.context, receiving_comms(in), evidence, holds);

@@ -205,5 +205,28 @@ TEST(Lanes, AnExitWithoutItsSendHalfShowsNoGpuAhead) {
   EXPECT_FALSE(lanes.backpressured({"nodeB", kComm, 0}, AttributionConfig{}));
 }
 
+// The numbers of a healthy tree 11x8x8 under LL (fresh seed 11031): an interior node's entry held
+// its children's data 329-347 us a step, its node's exit to the parent, sent by another GPU,
+// waited 1 us a step for its data (its credit and wire 46): the entry passed its data on in time.
+TEST(Lanes, AnExitByAnotherGpuWithItsDataReadyShowsTheReceiverDeliveredInTime) {
+  AttributionConfig cfg;
+  for (const double exit_data_wait : {0.01, 0.5}) {
+    TwoNodes job;
+    job.add(0, 2, 0);                  // 0: into nodeB's entry, GPU 2
+    job.add(3, 1, 0, exit_data_wait);  // 1: nodeB's exit, sent by GPU 3
+    job.add(2, 0, 0, 0.01);            // 2: GPU 2's own send, back where the data came from
+    ProcessContext ctx(job.obs);
+    Lanes lanes(job.obs, job.facts, ctx);
+    EXPECT_EQ(lanes.delivered_past_receiver(0, cfg), exit_data_wait < cfg.rel_floor) << exit_data_wait;
+  }
+  // The receiver's own exit (a node of one GPU) shows nothing of how the receiver consumed.
+  TwoNodes job;
+  job.add(0, 2, 0);
+  job.add(2, 1, 0, 0.01);
+  ProcessContext ctx(job.obs);
+  Lanes lanes(job.obs, job.facts, ctx);
+  EXPECT_FALSE(lanes.delivered_past_receiver(0, cfg));
+}
+
 }  // namespace
 }  // namespace culprit
