@@ -11,6 +11,9 @@ namespace {
 
 // Half a buffer: a backlog of one full buffer less the slack of a buffer only partly full.
 constexpr double kBacklogBound = kSlotsPerConnection / 2.0;
+// No backlog: the lag is the straight passage's, within a quarter of a buffer (a lag between
+// that and a full buffer may be a buffer after the next GPU, partly full).
+constexpr double kNoBacklogBound = kSlotsPerConnection / 4.0;
 // Fewer others than this measure no straight passage: the table's, 0, stands in.
 constexpr size_t kMinOtherEntries = 2;
 constexpr uint32_t kMinSamples = 3;
@@ -31,32 +34,65 @@ double lower_quartile(std::vector<double>& values) {
 }  // namespace
 
 EntryPassages::EntryPassages(const Observations& obs) {
-  std::map<std::pair<uint64_t, uint32_t>, std::pair<double, double>> sums;  // (comm, process) -> (sum, sq)
-  std::map<std::pair<uint64_t, uint32_t>, uint32_t> samples;
+  struct Sums {
+    double sum = 0, sq = 0, step_ns = 0;
+    uint32_t samples = 0;
+  };
+  std::map<std::pair<uint64_t, uint32_t>, Sums> sums;  // (comm, process)
   for (const GlobalCommRank& c : obs.comm_ranks) {
     if (c.entry_lag_samples == 0) continue;
-    auto& [sum, sq] = sums[{c.comm_hash, c.process}];
-    sum += c.entry_lag_sum;
-    sq += c.entry_lag_sq_sum;
-    samples[{c.comm_hash, c.process}] += c.entry_lag_samples;
+    Sums& s = sums[{c.comm_hash, c.process}];
+    s.sum += c.entry_lag_sum;
+    s.sq += c.entry_lag_sq_sum;
+    s.step_ns += c.entry_step_ns_sum;
+    s.samples += c.entry_lag_samples;
   }
   for (const auto& [key, s] : sums)
-    entries_[key.first].emplace_back(key.second, summarize(s.first, s.second, samples[key]));
+    entries_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples), s.step_ns / s.samples});
+}
+
+std::optional<std::pair<double, const EntryPassages::Entry*>> EntryPassages::straight_for(uint32_t receiver,
+                                                                                         uint64_t comm) const {
+  auto entries = entries_.find(comm);
+  if (entries == entries_.end()) return std::nullopt;
+  const Entry* own = nullptr;
+  std::vector<double> others;
+  for (const Entry& e : entries->second) {
+    if (e.process == receiver) own = &e;
+    else if (e.lag.samples >= kMinSamples && e.lag.mean >= 0) others.push_back(e.lag.mean);
+  }
+  if (!own) return std::nullopt;
+  return std::make_pair(others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0, own);
 }
 
 std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t comm) const {
-  auto entries = entries_.find(comm);
-  if (entries == entries_.end()) return std::nullopt;
-  const LagSummary* own = nullptr;
-  std::vector<double> others;
-  for (const auto& [process, lag] : entries->second) {
-    if (process == receiver) own = &lag;
-    else if (lag.samples >= kMinSamples && lag.mean >= 0) others.push_back(lag.mean);
-  }
-  if (!own) return std::nullopt;
-  const double straight = others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0;
-  if (!significantly_above(*own, straight + kBacklogBound)) return std::nullopt;
-  return own->mean - straight;
+  const auto straight = straight_for(receiver, comm);
+  if (!straight || !significantly_above(straight->second->lag, straight->first + kBacklogBound)) return std::nullopt;
+  return straight->second->lag.mean - straight->first;
+}
+
+bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
+  const auto straight = straight_for(receiver, comm);
+  return straight && significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
+}
+
+std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm) const {
+  const auto straight = straight_for(receiver, comm);
+  if (!straight) return std::nullopt;
+  std::optional<double> highest;
+  size_t others = 0;
+  for (const Entry& e : entries_.at(comm))
+    if (e.process != receiver && e.lag.samples >= kMinSamples) {
+      highest = std::max(highest.value_or(e.lag.mean), e.lag.mean);
+      ++others;
+    }
+  const LagSummary& own = straight->second->lag;
+  if (others < kMinOtherEntries || !significantly_above(own, *highest + kSlotsPerConnection)) return std::nullopt;
+  BacklogAboveAll b;
+  b.steps = own.mean - straight->first;
+  b.window_ns = b.steps * straight->second->step_ns * own.samples;
+  b.margin = (own.mean - *highest) / (kSlotsPerConnection + noise_at_tail(own));
+  return b;
 }
 
 NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
@@ -74,14 +110,51 @@ NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::v
   return held;
 }
 
-void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
-                              const NodesHeldFromBeyond& held, const ProcessContext& context, EdgeFacts& f) {
-  const uint64_t comm = f.view.edge->key.comm_hash;
-  if (f.slow_consume || f.p2p || !f.view.has_recv || held.count({context.host_of(f.dst), comm}) ||
-      !passages.backlog_after(f.dst, comm))
+BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts,
+                                 const ProcessContext& context, const AttributionConfig& config)
+    : passages(obs), held(nodes_held_from_beyond(obs, facts, context)) {
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const EdgeFacts& f = facts[i];
+    if (f.p2p || f.src == f.dst || context.host_of(f.src) == context.host_of(f.dst)) continue;
+    const EdgeKey& k = obs.edges[i].key;
+    if (data_ready_at_once(f.view, config)) ready_exits.insert({context.host_of(f.src), k.comm_hash, k.channel, f.src});
+    if (f.view.has_recv) receive_steps[{f.dst, k.comm_hash}] += static_cast<double>(obs.edges[i].recv_steps);
+  }
+}
+
+namespace {
+
+// Whether an exit of `receiver`'s lane sent by another GPU of its node had its data ready at
+// once: the data then passed the node in time (lanes.hpp), whatever its entry's lags read.
+bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& context, uint32_t receiver,
+                            const EdgeKey& key) {
+  const std::string& host = context.host_of(receiver);
+  for (auto it = r.ready_exits.lower_bound({host, key.comm_hash, key.channel, 0});
+       it != r.ready_exits.end() && std::get<0>(*it) == host && std::get<1>(*it) == key.comm_hash &&
+       std::get<2>(*it) == key.channel;
+       ++it)
+    if (std::get<3>(*it) != receiver) return true;
+  return false;
+}
+
+}  // namespace
+
+void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& receivers, double cycle_ns,
+                              const ProcessContext& context, EdgeFacts& f) {
+  const EdgeKey& key = f.view.edge->key;
+  if (f.slow_consume || f.p2p || !f.view.has_recv || r.held.count({context.host_of(f.dst), key.comm_hash}) ||
+      !r.passages.backlog_after(f.dst, key.comm_hash))
     return;
-  const Excess hold = receivers.anomaly(f.view, kRecvGpuWait, cycle_ns, /*every_step=*/false);
-  if (hold.ns <= 0) return;
+  Excess hold = receivers.anomaly(f.view, kRecvGpuWait, cycle_ns, /*every_step=*/false);
+  if (hold.ns <= 0) {
+    // No peers' holds to measure it by (a tree's only interior node; buffers after the entry
+    // long enough to take the backlog whole): the backlog alone, where it is no healthy
+    // passage's and the data did not pass the node in time.
+    const std::optional<BacklogAboveAll> above = r.passages.backlog_above_all(f.dst, key.comm_hash);
+    auto steps = r.receive_steps.find({f.dst, key.comm_hash});
+    if (!above || steps == r.receive_steps.end() || lane_delivered_in_time(r, context, f.dst, key)) return;
+    hold = {above->window_ns / steps->second, above->margin};
+  }
   f.anomaly[kRecvGpuWait] = hold.ns;
   f.margin[kRecvGpuWait] = hold.margin;
   f.slow_consume = true;

@@ -26,6 +26,17 @@
 // is slow: no backlog is taken there (the up-entries of an LL tree paced by a 1.57x GPU
 // elsewhere read 5-25 steps against the down-entries' 2.5).
 //
+// Where the entry's holds do not stand out (the buffers after it take each collective whole,
+// or its only peers combine inputs that wait for each other), the backlog alone is evidence
+// where no healthy passage of the job comes near it: a full buffer above the highest lag of
+// two or more other entries, at a one-sided 1e-3, and no exit of the lane sent by another GPU
+// of the node had its data ready at once (the data then passed the node in time, lanes.hpp).
+// Its cost is the backlog at the entry's pace, over the window. Measured on fresh seed 11023:
+// the entry of a tree's only interior node (a tree 4x8x2 under LL128, a 4.36x consumer six GPUs
+// after it, 92 % slower) read 39.02 +- 1.07 steps, the other entries 0.27-0.29, and nobody was
+// named; the entries of a healthy ring 7x5x5 under LL128 ramp from 1.35 to 12.29 steps, each
+// within a buffer of the next.
+//
 // What it cannot see: a slow GPU right after the entry (p = 1: its lag is the passage's), a
 // backlog too short to reach half a buffer (a mild fault in short collectives), and inputs
 // without per-step traces and kernel clocks (no lags). A GPU slow in its own work inside the
@@ -39,6 +50,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,6 +62,13 @@
 
 namespace culprit {
 
+// A backlog that stands a full buffer above every other entry's lag of its communicator.
+struct BacklogAboveAll {
+  double steps = 0;      // beyond the straight passage
+  double window_ns = 0;  // those steps at the entry's pace, over its samples: the data's wait on its node
+  double margin = 0;     // its excess over the highest other lag, in units of the guard (a buffer and its noise)
+};
+
 // The communicators' entries and their passage lags.
 class EntryPassages {
  public:
@@ -58,9 +77,22 @@ class EntryPassages {
   bool backlog_after(uint32_t receiver, uint64_t comm) const { return backlog_steps(receiver, comm).has_value(); }
   // That backlog, in steps beyond the straight passage, where there is one.
   std::optional<double> backlog_steps(uint32_t receiver, uint64_t comm) const;
+  // Whether `receiver`'s lags as an entry in `comm` stand below the straight passage plus a
+  // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node.
+  bool no_backlog_after(uint32_t receiver, uint64_t comm) const;
+  // Where `receiver`'s lags stand above the highest of two or more other entries' by a full
+  // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near.
+  std::optional<BacklogAboveAll> backlog_above_all(uint32_t receiver, uint64_t comm) const;
 
  private:
-  std::map<uint64_t, std::vector<std::pair<uint32_t, LagSummary>>> entries_;  // per communicator
+  struct Entry {
+    uint32_t process = 0;
+    LagSummary lag;
+    double step_ns = 0;  // its mean time per step
+  };
+  // The straight passage of `comm` for `receiver`, and its own entry, if it is one.
+  std::optional<std::pair<double, const Entry*>> straight_for(uint32_t receiver, uint64_t comm) const;
+  std::map<uint64_t, std::vector<Entry>> entries_;  // per communicator
 };
 
 // The (host, communicator) pairs where a GPU's network sends wait for their receivers' credit
@@ -70,11 +102,24 @@ using NodesHeldFromBeyond = std::set<std::pair<std::string, uint64_t>>;
 NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
                                            const ProcessContext& context);
 
+// What the backlog rule reads of the whole job, once.
+struct BacklogReadings {
+  BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts, const ProcessContext& context,
+                  const AttributionConfig& config);
+  EntryPassages passages;
+  NodesHeldFromBeyond held;
+  // (host, comm, channel, sender) of the collective network sends whose data was ready at once.
+  std::set<std::tuple<std::string, uint64_t, int32_t, uint32_t>> ready_exits;
+  // (receiver, comm) -> the steps of its collective network receives.
+  std::map<std::pair<uint32_t, uint64_t>, double> receive_steps;
+};
+
 // Marks `f` (a collective network receive not found slow to consume) slow to consume where its
-// receiver shows a backlog after it, its node is not held from beyond, and its holds stand
-// beyond its peers'.
-void take_hold_behind_backlog(const EntryPassages& passages, const ReceiverPeers& receivers, double cycle_ns,
-                              const NodesHeldFromBeyond& held, const ProcessContext& context, EdgeFacts& f);
+// receiver shows a backlog after it and its node is not held from beyond: where its holds
+// stand beyond its peers', by them; else where the backlog stands a buffer above every other
+// entry's and no exit of its lane by another GPU had its data ready at once, by the backlog.
+void take_hold_behind_backlog(const BacklogReadings& readings, const ReceiverPeers& receivers, double cycle_ns,
+                              const ProcessContext& context, EdgeFacts& f);
 
 // The GPU of `receiver`'s node in `comm` latest by its own work (late_ns > 0, own_delay.hpp),
 // if any: what a backlog after the receiver waits on.

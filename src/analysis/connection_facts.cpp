@@ -138,7 +138,6 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
       judge_busy_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns, .leave_judged_out = true});
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   ReceiverPeers receivers(views, cfg, p2p_sizes, wire_groups);
-  const EntryPassages passages(obs);
   out.edges.resize(obs.edges.size());
   for (size_t i = 0; i < obs.edges.size(); ++i) {
     const EdgeKey& k = obs.edges[i].key;
@@ -149,9 +148,9 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.p2p = !context.is_collective(k.comm_hash);
     judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
   }
-  const NodesHeldFromBeyond held = nodes_held_from_beyond(obs, out.edges, context);
+  const BacklogReadings backlogs(obs, out.edges, context, cfg);
   for (EdgeFacts& f : out.edges)
-    take_hold_behind_backlog(passages, receivers, out.baselines[f.view.edge->key.comm_hash].cycle_ns, held, context, f);
+    take_hold_behind_backlog(backlogs, receivers, out.baselines[f.view.edge->key.comm_hash].cycle_ns, context, f);
   note_missing_halves(out.edges, context, out.notes);
   return out;
 }

@@ -24,12 +24,14 @@ LagSummary summarize(double sum, double sq_sum, uint32_t n) {
   return s;
 }
 
+double noise_at_tail(const LagSummary& s) { return critical_t(s.samples - 1, kTail) * s.se; }
+
 bool significantly_below(const LagSummary& s, double bound) {
-  return s.samples >= kMinSamples && s.mean + critical_t(s.samples - 1, kTail) * s.se < bound;
+  return s.samples >= kMinSamples && s.mean + noise_at_tail(s) < bound;
 }
 
 bool significantly_above(const LagSummary& s, double bound) {
-  return s.samples >= kMinSamples && s.mean - critical_t(s.samples - 1, kTail) * s.se > bound;
+  return s.samples >= kMinSamples && s.mean - noise_at_tail(s) > bound;
 }
 
 }  // namespace culprit

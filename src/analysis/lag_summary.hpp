@@ -17,6 +17,10 @@ struct LagSummary {
 // From a sum, a sum of squares and a count.
 LagSummary summarize(double sum, double sq_sum, uint32_t n);
 
+// How far the mean may lie from the true lag at a one-sided 1e-3 (its standard error times
+// Student's critical value), over three samples or more.
+double noise_at_tail(const LagSummary& s);
+
 // Below (above) `bound` at a one-sided 1e-3, over three samples or more.
 bool significantly_below(const LagSummary& s, double bound);
 bool significantly_above(const LagSummary& s, double bound);

@@ -72,6 +72,8 @@ struct CommRankFixed {
   // exit, that lag less the backlog it would show if the GPUs before it held every slot.
   double entry_lag_sum = 0;
   double entry_lag_sq_sum = 0;
+  // The entry's time per step (its handoffs' pace) over the same samples: a lag in ns.
+  double entry_step_ns_sum = 0;
   double exit_shortfall_sum = 0;
   double exit_shortfall_sq_sum = 0;
   uint32_t entry_lag_samples = 0;

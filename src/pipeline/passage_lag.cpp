@@ -95,6 +95,7 @@ void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double la
   if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {
     it->second->entry_lag_sum += lag;
     it->second->entry_lag_sq_sum += lag * lag;
+    it->second->entry_step_ns_sum += entry.ns_per_step;
     it->second->entry_lag_samples += 1;
   }
   if (auto it = by_rank.find({exit.comm_hash, exit.rank}); it != by_rank.end()) {

@@ -2,6 +2,8 @@
 // consumption, though its quickest step is as quick as anyone's.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "analysis/backlog_inside_node.hpp"
@@ -43,21 +45,30 @@ struct Tree {
           c.entry_lag_samples += 1;
         }
   }
+  // Its time per step as an entry, over the samples it has.
+  void entry_pace(uint32_t process, double ns_per_step) {
+    for (GlobalCommRank& c : obs.comm_ranks)
+      if (c.process == process) c.entry_step_ns_sum = ns_per_step * c.entry_lag_samples;
+  }
   // Eight collectives whose lags spread a tenth of a step about `mean`.
   void steady_lags(uint32_t process, double mean) {
     entry_lags(process, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
+  }
+  // Likewise for several entries: (process, mean lag).
+  void steady_lags(std::initializer_list<std::pair<uint32_t, double>> means) {
+    for (const auto& [process, mean] : means) steady_lags(process, mean);
   }
   // The facts of connection i after the rule.
   EdgeFacts judge(size_t i) {
     views.clear();
     for (const EdgeSummary& e : obs.edges) views.push_back(view_of(e));
+    for (size_t k = 0; k < facts.size(); ++k) facts[k].view = views[k];
     AttributionConfig cfg;
     ReceiverPeers peers(views, cfg);
     EdgeFacts f = facts[i];
     f.view = views[i];
     const ProcessContext context(obs);
-    take_hold_behind_backlog(EntryPassages(obs), peers, kCycleNs, nodes_held_from_beyond(obs, facts, context),
-                             context, f);
+    take_hold_behind_backlog(BacklogReadings(obs, facts, context, cfg), peers, kCycleNs, context, f);
     return f;
   }
 };
@@ -126,13 +137,7 @@ TEST(BacklogInsideNode, TheBacklogIsCountedBeyondTheCommunicatorsStraightPassage
 // hid it).
 TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage) {
   Tree tree;
-  tree.steady_lags(1, 9.6);
-  tree.steady_lags(0, 6.5);
-  tree.steady_lags(2, 36.8);
-  tree.steady_lags(3, 36.4);
-  tree.steady_lags(4, 38.6);
-  tree.steady_lags(5, 1.65);
-  tree.steady_lags(6, 1.75);
+  tree.steady_lags({{1, 9.6}, {0, 6.5}, {2, 36.8}, {3, 36.4}, {4, 38.6}, {5, 1.65}, {6, 1.75}});
   EXPECT_TRUE(tree.judge(1).slow_consume);
 }
 
@@ -140,13 +145,7 @@ TEST(BacklogInsideNode, EntriesHeldFromBeyondTheirNodeDoNotSetTheStraightPassage
 // do not set the straight passage, which would give a healthy entry at 2.7 a backlog.
 TEST(BacklogInsideNode, EntriesThatHoldTheirSlotsAreNoPassage) {
   Tree tree;
-  tree.steady_lags(1, 2.73);
-  tree.steady_lags(0, -31.2);
-  tree.steady_lags(2, -19.7);
-  tree.steady_lags(3, -5.36);
-  tree.steady_lags(4, -2.12);
-  tree.steady_lags(5, 0.31);
-  tree.steady_lags(6, 0.38);
+  tree.steady_lags({{1, 2.73}, {0, -31.2}, {2, -19.7}, {3, -5.36}, {4, -2.12}, {5, 0.31}, {6, 0.38}});
   EXPECT_FALSE(tree.judge(1).slow_consume);
 }
 
@@ -167,6 +166,66 @@ TEST(BacklogInsideNode, ABacklogWaitsOnTheNodesGpuLateByItsOwnWork) {
   late_ns[2] = 1e6;
   EXPECT_EQ(late_gpu_behind(context, late_ns, 1, kComm), 3u);
   EXPECT_FALSE(late_gpu_behind(context, late_ns, 1, 0xdeadull).has_value());
+}
+
+// A tree's only interior node (a tree 4x8x2 under LL128 whose GPU 6 after the entry consumes
+// 4.36x slowly, 92 % slower; fresh seed 11023): the entry holds like its peers (its buffers
+// after it take each collective's 16 steps whole), but its data waited 39.02 +- 1.07 steps on
+// its node, the other entries' 0.27-0.29. A backlog a buffer above every other entry's is the
+// node's slow consumption by itself: its cost is those steps at the entry's pace.
+TEST(BacklogInsideNode, ABacklogABufferAboveEveryOtherEntryIsSlowConsumptionWithoutPeers) {
+  auto interior = [](double highest_other) {
+    Tree tree;
+    tree.entry_lags(3, {38.1, 40.2, 37.5, 39.9, 41.0, 36.8, 39.3, 39.4});
+    tree.entry_pace(3, 20'000);
+    tree.steady_lags(0, 0.27);
+    tree.steady_lags(4, 0.28);
+    tree.steady_lags(5, highest_other);
+    return tree;
+  };
+  Tree tree = interior(0.29);
+  const LagSummary own = summarize(312.2, 12198.0, 8);
+  const EdgeFacts f = tree.judge(3);
+  EXPECT_TRUE(f.slow_consume);
+  EXPECT_TRUE(f.behind_backlog);
+  // Over the straight passage (the lower quartile of the others, 0.275), at 20 us a step, over
+  // its 8 samples, spread over its 16 receive steps.
+  EXPECT_NEAR(f.anomaly[kRecvGpuWait], (own.mean - 0.275) * 20'000 * 8 / kSteps, 1);
+  EXPECT_NEAR(f.margin[kRecvGpuWait], (own.mean - 0.29) / (8 + noise_at_tail(own)), 1e-9);
+  EXPECT_GT(f.margin[kRecvGpuWait], 3);
+  // Another entry within a buffer of it (held from beyond, or a passage as long): no backlog of
+  // its own by this alone.
+  EXPECT_FALSE(interior(33.0).judge(3).slow_consume);
+  // Without two other entries to set it against, nothing.
+  Tree alone;
+  alone.entry_lags(3, {38.1, 40.2, 37.5, 39.9, 41.0, 36.8, 39.3, 39.4});
+  alone.steady_lags(0, 0.27);
+  EXPECT_FALSE(alone.judge(3).slow_consume);
+}
+
+// A healthy ring of five GPUs a node under LL128 (fresh seed 11031): the entries' lags ramp
+// from 1.35 to 12.29 steps around the ring, each within a buffer of the next highest.
+TEST(BacklogInsideNode, LagsThatRampAcrossTheJobSetNoEntryABufferAboveTheOthers) {
+  Tree tree;
+  tree.steady_lags({{3, 12.29}, {0, 10.51}, {4, 9.14}, {5, 6.0}, {6, 1.35}});
+  EXPECT_FALSE(tree.judge(3).slow_consume);
+}
+
+// Where another GPU of the entry's node sends the lane's data on with its data ready at once,
+// the data passed the node in time, whatever the entry's lags read (lanes.hpp).
+TEST(BacklogInsideNode, AnExitWithItsDataReadyAcquitsTheNodeOfABacklog) {
+  Tree tree;
+  tree.entry_lags(3, {38.1, 40.2, 37.5, 39.9, 41.0, 36.8, 39.3, 39.4});
+  tree.steady_lags({{0, 0.27}, {4, 0.28}, {5, 0.29}});
+  EXPECT_TRUE(tree.judge(3).slow_consume);
+  tree.obs.processes[2].host = "n3";  // process 2 joins the entry's node and sends to n0
+  test::add_connection(tree.obs, tree.facts, kComm, 2, 0, 0, kSteps);
+  EdgeSummary& exit = tree.obs.edges.back();
+  exit.phase_ns[kSendGpuWait] = 1000 * kSteps;
+  exit.phase_ns[kSendWait] = 40'000 * kSteps;
+  EXPECT_FALSE(tree.judge(3).slow_consume);
+  exit.phase_ns[kSendGpuWait] = 300'000 * kSteps;  // waiting for its data: held inside the node
+  EXPECT_TRUE(tree.judge(3).slow_consume);
 }
 
 }  // namespace
