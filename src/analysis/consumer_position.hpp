@@ -22,9 +22,11 @@
 // One GPU that holds or is full is placed; else, where all but one GPU pass on, that one.
 // Where several remain and the named one passes on with a backlog after it
 // (backlog_inside_node.hpp), the backlog's length along the node's chain (chain_order.hpp)
-// names the GPU, unless a GPU of the node sends waiting for credit more than for its data
-// (every buffer of the node then fills from beyond); else the first of them is placed with the
-// share 1 / (GPUs left) (Evidence::identified_share); else nothing is moved.
+// names the GPU; with no backlog (its lag within a quarter of a buffer of the straight
+// passage) the next GPU along the chain is: an entry held at all is held behind full buffers
+// up to the slow GPU. Neither where a GPU of the node sends waiting for credit more than for
+// its data (every buffer of the node then fills from beyond). Else the first of them is placed
+// with the share 1 / (GPUs left) (Evidence::identified_share); else nothing is moved.
 #pragma once
 
 #include <cstdint>
