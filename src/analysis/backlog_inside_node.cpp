@@ -17,6 +17,9 @@ constexpr double kNoBacklogBound = kSlotsPerConnection / 4.0;
 // Fewer others than this measure no straight passage: the table's, 0, stands in.
 constexpr size_t kMinOtherEntries = 2;
 constexpr uint32_t kMinSamples = 3;
+// An entry that holds its slots frees them up to a buffer after its data left the node; within a
+// step of 0 the joining of two clocks cannot tell (consumer_position.hpp).
+constexpr double kSlotsHeldBound = -1;
 
 // A backlog only adds to a passage, and many entries of a job one fault paces carry one (held
 // from beyond their node, every buffer of it full): the straight passage is at the bottom of
@@ -35,7 +38,7 @@ double lower_quartile(std::vector<double>& values) {
 
 EntryPassages::EntryPassages(const Observations& obs) {
   struct Sums {
-    double sum = 0, sq = 0, step_ns = 0;
+    double sum = 0, sq = 0, ns = 0, ns_sq = 0, step_ns = 0;
     uint32_t samples = 0;
   };
   std::map<std::pair<uint64_t, uint32_t>, Sums> sums;  // (comm, process)
@@ -44,11 +47,14 @@ EntryPassages::EntryPassages(const Observations& obs) {
     Sums& s = sums[{c.comm_hash, c.process}];
     s.sum += c.entry_lag_sum;
     s.sq += c.entry_lag_sq_sum;
+    s.ns += c.entry_lag_ns_sum;
+    s.ns_sq += c.entry_lag_ns_sq_sum;
     s.step_ns += c.entry_step_ns_sum;
     s.samples += c.entry_lag_samples;
   }
   for (const auto& [key, s] : sums)
-    entries_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples), s.step_ns / s.samples});
+    entries_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples),
+                                   summarize(s.ns, s.ns_sq, s.samples), s.step_ns / s.samples});
 }
 
 std::optional<std::pair<double, const EntryPassages::Entry*>> EntryPassages::straight_for(uint32_t receiver,
@@ -76,22 +82,32 @@ bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
   return straight && significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
 }
 
+std::optional<double> EntryPassages::slots_held_margin(uint32_t receiver, uint64_t comm) const {
+  const auto straight = straight_for(receiver, comm);
+  if (!straight) return std::nullopt;
+  const LagSummary& own = straight->second->lag;
+  if (!significantly_below(own, kSlotsHeldBound)) return std::nullopt;
+  return -own.mean / (-kSlotsHeldBound + noise_at_tail(own));
+}
+
 std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm) const {
   const auto straight = straight_for(receiver, comm);
   if (!straight) return std::nullopt;
-  std::optional<double> highest;
+  // In ns: a collective whose pace at the entry was unusual reads long or short in its steps.
+  std::optional<double> highest_ns;
   size_t others = 0;
   for (const Entry& e : entries_.at(comm))
     if (e.process != receiver && e.lag.samples >= kMinSamples) {
-      highest = std::max(highest.value_or(e.lag.mean), e.lag.mean);
+      highest_ns = std::max(highest_ns.value_or(e.lag_ns.mean), e.lag_ns.mean);
       ++others;
     }
-  const LagSummary& own = straight->second->lag;
-  if (others < kMinOtherEntries || !significantly_above(own, *highest + kSlotsPerConnection)) return std::nullopt;
+  const Entry& own = *straight->second;
+  const double buffer_ns = kSlotsPerConnection * own.step_ns;
+  if (others < kMinOtherEntries || !significantly_above(own.lag_ns, *highest_ns + buffer_ns)) return std::nullopt;
   BacklogAboveAll b;
-  b.steps = own.mean - straight->first;
-  b.window_ns = b.steps * straight->second->step_ns * own.samples;
-  b.margin = (own.mean - *highest) / (kSlotsPerConnection + noise_at_tail(own));
+  b.steps = own.lag.mean - straight->first;
+  b.window_ns = (own.lag_ns.mean - straight->first * own.step_ns) * own.lag_ns.samples;
+  b.margin = (own.lag_ns.mean - *highest_ns) / (buffer_ns + noise_at_tail(own.lag_ns));
   return b;
 }
 
@@ -122,10 +138,6 @@ BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<Edge
   }
 }
 
-namespace {
-
-// Whether an exit of `receiver`'s lane sent by another GPU of its node had its data ready at
-// once: the data then passed the node in time (lanes.hpp), whatever its entry's lags read.
 bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& context, uint32_t receiver,
                             const EdgeKey& key) {
   const std::string& host = context.host_of(receiver);
@@ -136,8 +148,6 @@ bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& cont
     if (std::get<3>(*it) != receiver) return true;
   return false;
 }
-
-}  // namespace
 
 void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& receivers, double cycle_ns,
                               const ProcessContext& context, EdgeFacts& f) {

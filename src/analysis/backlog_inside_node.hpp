@@ -80,15 +80,21 @@ class EntryPassages {
   // Whether `receiver`'s lags as an entry in `comm` stand below the straight passage plus a
   // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node.
   bool no_backlog_after(uint32_t receiver, uint64_t comm) const;
+  // Where `receiver`'s lags as an entry in `comm` lie below -1 step at a one-sided 1e-3 (it frees
+  // its slots after its node's exit sent their data on), how many times that guard they clear.
+  std::optional<double> slots_held_margin(uint32_t receiver, uint64_t comm) const;
   // Where `receiver`'s lags stand above the highest of two or more other entries' by a full
-  // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near.
+  // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near. Judged in
+  // ns, a buffer at the entry's mean pace: the lag of a collective whose pace at the entry was
+  // unusual reads long or short in its own steps (a ring entry's eight collectives read 23-27
+  // steps and one 69, at a third of the others' time per step; in ns, 819-1081 us).
   std::optional<BacklogAboveAll> backlog_above_all(uint32_t receiver, uint64_t comm) const;
 
  private:
   struct Entry {
     uint32_t process = 0;
-    LagSummary lag;
-    double step_ns = 0;  // its mean time per step
+    LagSummary lag, lag_ns;  // in steps of its pace, and in ns
+    double step_ns = 0;      // its mean time per step
   };
   // The straight passage of `comm` for `receiver`, and its own entry, if it is one.
   std::optional<std::pair<double, const Entry*>> straight_for(uint32_t receiver, uint64_t comm) const;
@@ -113,6 +119,11 @@ struct BacklogReadings {
   // (receiver, comm) -> the steps of its collective network receives.
   std::map<std::pair<uint32_t, uint64_t>, double> receive_steps;
 };
+
+// Whether an exit of the lane `key` enters `receiver`'s node on, sent by another GPU of the node,
+// had its data ready at once: the data then passed the node in time (lanes.hpp).
+bool lane_delivered_in_time(const BacklogReadings& readings, const ProcessContext& context, uint32_t receiver,
+                            const EdgeKey& key);
 
 // Marks `f` (a collective network receive not found slow to consume) slow to consume where its
 // receiver shows a backlog after it and its node is not held from beyond: where its holds

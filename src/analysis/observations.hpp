@@ -72,7 +72,10 @@ struct CommRankFixed {
   // exit, that lag less the backlog it would show if the GPUs before it held every slot.
   double entry_lag_sum = 0;
   double entry_lag_sq_sum = 0;
-  // The entry's time per step (its handoffs' pace) over the same samples: a lag in ns.
+  // The same lags in ns, and the entry's time per step (its handoffs' pace), over the same
+  // samples: a lag in steps of a collective whose pace was unusual reads long or short.
+  double entry_lag_ns_sum = 0;
+  double entry_lag_ns_sq_sum = 0;
   double entry_step_ns_sum = 0;
   double exit_shortfall_sum = 0;
   double exit_shortfall_sq_sum = 0;

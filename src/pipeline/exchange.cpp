@@ -97,6 +97,8 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
   if (c.entry_lag_samples > seen.entry_lag_samples) {
     seen.entry_lag_sum = c.entry_lag_sum;
     seen.entry_lag_sq_sum = c.entry_lag_sq_sum;
+    seen.entry_lag_ns_sum = c.entry_lag_ns_sum;
+    seen.entry_lag_ns_sq_sum = c.entry_lag_ns_sq_sum;
     seen.entry_step_ns_sum = c.entry_step_ns_sum;
     seen.entry_lag_samples = c.entry_lag_samples;
   }

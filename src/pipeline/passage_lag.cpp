@@ -93,8 +93,11 @@ void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double la
                     std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*>& by_rank) {
   const double shortfall = lag - kSlotsPerConnection * (gpus - 2);
   if (auto it = by_rank.find({entry.comm_hash, entry.rank}); it != by_rank.end()) {
+    const double lag_ns = lag * entry.ns_per_step;
     it->second->entry_lag_sum += lag;
     it->second->entry_lag_sq_sum += lag * lag;
+    it->second->entry_lag_ns_sum += lag_ns;
+    it->second->entry_lag_ns_sq_sum += lag_ns * lag_ns;
     it->second->entry_step_ns_sum += entry.ns_per_step;
     it->second->entry_lag_samples += 1;
   }

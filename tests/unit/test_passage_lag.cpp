@@ -66,6 +66,10 @@ TEST(PassageLag, TheLagIsMeasuredOnTheGpusClockInStepsOfTheChannelsPace) {
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 1u);
   EXPECT_NEAR(node.ranks[0].entry_lag_sum, 8.0, 1e-9);
   EXPECT_NEAR(node.ranks[0].entry_lag_sq_sum, 64.0, 1e-6);
+  // The same in ns, and the entry's pace.
+  EXPECT_NEAR(node.ranks[0].entry_lag_ns_sum, 80'000.0, 1e-3);
+  EXPECT_NEAR(node.ranks[0].entry_lag_ns_sq_sum, 6.4e9, 1.0);
+  EXPECT_NEAR(node.ranks[0].entry_step_ns_sum, 10'000.0, 1e-9);
   // As the exit: eight steps is the full backlog of one GPU between it and the entry.
   EXPECT_EQ(node.ranks[2].exit_shortfall_samples, 1u);
   EXPECT_NEAR(node.ranks[2].exit_shortfall_sum, 0.0, 1e-9);
