@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace culprit {
@@ -32,6 +33,18 @@ std::map<uint32_t, std::set<uint64_t>> consuming_comms(const Observations& obs, 
   return comms;
 }
 
+// Whether `other` was named a slow consumer with half `named`'s evidence or more: one slow GPU's
+// backpressure holds every entry before it alike.
+bool held_alike(const Evidence& other, const Evidence& named) {
+  return !other.stopped && other.culprit_class == CulpritClass::kGpuConsumer && other.ns >= named.ns / 2;
+}
+
+std::string names_of(const ProcessContext& context, const std::vector<uint32_t>& processes) {
+  std::string names;
+  for (uint32_t p : processes) names += (names.empty() ? "" : ", ") + context.name_of(p);
+  return names;
+}
+
 }  // namespace
 
 std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observations& observations,
@@ -49,16 +62,19 @@ std::vector<HiddenConsumerCandidates> hidden_consumer_candidates(const Observati
     const Evidence& e = evidence[named];
     if (!root_set.count(named)) continue;
     if (e.stopped || e.culprit_class != CulpritClass::kGpuConsumer) continue;
-    std::set<uint32_t> entries, hidden;
+    std::set<uint32_t> entries, hidden, alike;
     for (const auto& [key, p] : context.rank_map()) {
       if (!comms.count(key.first) || !context.has_records(p) || context.host_of(p) != context.host_of(named)) continue;
-      if (receivers.count({key.first, p}))
+      if (receivers.count({key.first, p})) {
         entries.insert(p);
-      else if (!evidence[p].any() && !receive_somewhere.count(p))
+        if (p != named && held_alike(evidence[p], e)) alike.insert(p);
+      } else if (!evidence[p].any() && !receive_somewhere.count(p)) {
         hidden.insert(p);
+      }
     }
-    if (hidden.empty()) continue;
-    out.push_back({named, std::vector<uint32_t>(hidden.begin(), hidden.end()), static_cast<uint32_t>(entries.size())});
+    if (hidden.empty() && alike.empty()) continue;
+    out.push_back({named, std::vector<uint32_t>(hidden.begin(), hidden.end()), static_cast<uint32_t>(entries.size()),
+                   std::vector<uint32_t>(alike.begin(), alike.end())});
   }
   return out;
 }
@@ -68,14 +84,19 @@ void share_with_hidden_consumers(const std::vector<HiddenConsumerCandidates>& ca
                                  std::vector<std::string>& notes) {
   for (const HiddenConsumerCandidates& c : candidates) {
     evidence[c.named].identified_share = c.share();
-    std::string others;
-    for (uint32_t p : c.hidden) others += (others.empty() ? "" : ", ") + context.name_of(p);
-    char share[32];
-    std::snprintf(share, sizeof share, "%u of %zu", c.entries, c.entries + c.hidden.size());
-    notes.push_back("gpu_consumer " + context.name_of(c.named) + " was named from its network receives; a slow " +
-                    "consumption by " + others + ", which receive" + (c.hidden.size() == 1 ? "s" : "") +
-                    " only over NVLink on the same node, would hold them the same way: the named GPU is the slow "
-                    "consumer in about " + share + " such cases, and its score is scaled by that");
+    std::string why;
+    if (!c.hidden.empty())
+      why = "a slow consumption by " + names_of(context, c.hidden) + ", which receive" +
+            (c.hidden.size() == 1 ? "s" : "") + " only over NVLink on the same node, would hold them the same way";
+    if (!c.alike.empty())
+      why += std::string(why.empty() ? "" : "; ") + names_of(context, c.alike) + " on the same node held " +
+             (c.alike.size() == 1 ? "its" : "theirs") + " about as long, as one slow GPU holds every GPU before it";
+    char share[48];
+    if (c.alike.empty()) std::snprintf(share, sizeof share, "%u of %zu", c.entries, c.entries + c.hidden.size());
+    else std::snprintf(share, sizeof share, "%.2f of", c.share());
+    notes.push_back("gpu_consumer " + context.name_of(c.named) + " was named from its network receives; " + why +
+                    ": the named GPU is the slow consumer in about " + share + " such cases, and its score is "
+                    "scaled by that");
   }
 }
 
