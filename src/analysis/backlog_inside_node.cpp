@@ -17,9 +17,6 @@ constexpr double kNoBacklogBound = kSlotsPerConnection / 4.0;
 // Fewer others than this measure no straight passage: the table's, 0, stands in.
 constexpr size_t kMinOtherEntries = 2;
 constexpr uint32_t kMinSamples = 3;
-// An entry that holds its slots frees them up to a buffer after its data left the node; within a
-// step of 0 the joining of two clocks cannot tell (consumer_position.hpp).
-constexpr double kSlotsHeldBound = -1;
 
 // A backlog only adds to a passage, and many entries of a job one fault paces carry one (held
 // from beyond their node, every buffer of it full): the straight passage is at the bottom of
@@ -82,14 +79,6 @@ bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
   return straight && significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
 }
 
-std::optional<double> EntryPassages::slots_held_margin(uint32_t receiver, uint64_t comm) const {
-  const auto straight = straight_for(receiver, comm);
-  if (!straight) return std::nullopt;
-  const LagSummary& own = straight->second->lag;
-  if (!significantly_below(own, kSlotsHeldBound)) return std::nullopt;
-  return -own.mean / (-kSlotsHeldBound + noise_at_tail(own));
-}
-
 std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm) const {
   const auto straight = straight_for(receiver, comm);
   if (!straight) return std::nullopt;
@@ -138,6 +127,10 @@ BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<Edge
   }
 }
 
+namespace {
+
+// Whether an exit of `receiver`'s lane sent by another GPU of its node had its data ready at
+// once: the data then passed the node in time (lanes.hpp), whatever its entry's lags read.
 bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& context, uint32_t receiver,
                             const EdgeKey& key) {
   const std::string& host = context.host_of(receiver);
@@ -148,6 +141,8 @@ bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& cont
     if (std::get<3>(*it) != receiver) return true;
   return false;
 }
+
+}  // namespace
 
 void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& receivers, double cycle_ns,
                               const ProcessContext& context, EdgeFacts& f) {

@@ -80,9 +80,6 @@ class EntryPassages {
   // Whether `receiver`'s lags as an entry in `comm` stand below the straight passage plus a
   // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node.
   bool no_backlog_after(uint32_t receiver, uint64_t comm) const;
-  // Where `receiver`'s lags as an entry in `comm` lie below -1 step at a one-sided 1e-3 (it frees
-  // its slots after its node's exit sent their data on), how many times that guard they clear.
-  std::optional<double> slots_held_margin(uint32_t receiver, uint64_t comm) const;
   // Where `receiver`'s lags stand above the highest of two or more other entries' by a full
   // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near. Judged in
   // ns, a buffer at the entry's mean pace: the lag of a collective whose pace at the entry was
@@ -119,11 +116,6 @@ struct BacklogReadings {
   // (receiver, comm) -> the steps of its collective network receives.
   std::map<std::pair<uint32_t, uint64_t>, double> receive_steps;
 };
-
-// Whether an exit of the lane `key` enters `receiver`'s node on, sent by another GPU of the node,
-// had its data ready at once: the data then passed the node in time (lanes.hpp).
-bool lane_delivered_in_time(const BacklogReadings& readings, const ProcessContext& context, uint32_t receiver,
-                            const EdgeKey& key);
 
 // Marks `f` (a collective network receive not found slow to consume) slow to consume where its
 // receiver shows a backlog after it and its node is not held from beyond: where its holds

@@ -5,7 +5,6 @@
 
 #include "analysis/backlog_inside_node.hpp"
 #include "analysis/busy_wire_peers.hpp"
-#include "analysis/entry_holds_slots.hpp"
 #include "analysis/receiver_peers.hpp"
 #include "analysis/saturated_wires.hpp"
 #include "analysis/slow_wire.hpp"
@@ -150,10 +149,8 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
   }
   const BacklogReadings backlogs(obs, out.edges, context, cfg);
-  for (EdgeFacts& f : out.edges) {
+  for (EdgeFacts& f : out.edges)
     take_hold_behind_backlog(backlogs, receivers, out.baselines[f.view.edge->key.comm_hash].cycle_ns, context, f);
-    take_slots_held_by_entry(backlogs, context, f);
-  }
   note_missing_halves(out.edges, context, out.notes);
   return out;
 }
