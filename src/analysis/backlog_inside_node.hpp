@@ -38,11 +38,12 @@
 // within a buffer of the next.
 //
 // What it cannot see: a slow GPU right after the entry (p = 1: its lag is the passage's; where
-// the entry's own holds name it, consumer_position.hpp places that GPU), a backlog too short to reach half a buffer (a mild fault in short collectives), and inputs
-// without per-step traces and kernel clocks (no lags). A GPU slow in its own work inside the
-// node frees its slots late too and fills the buffers before it as a slow consumer would:
-// where the gap test or the kernel starts found one on the entry's node in its communicator,
-// the entry's holds wait on it (late_gpu_behind, receiver_explanations.cpp).
+// the entry's own holds name it, consumer_position.hpp places that GPU), a backlog too short
+// to reach half a buffer (a mild fault in short collectives), and inputs without per-step
+// traces and kernel clocks (no lags). A GPU slow in its own work inside the node frees its
+// slots late too and fills the buffers before it as a slow consumer would: where the gap test
+// or the kernel starts found one on the entry's node in its communicator, the entry's holds
+// wait on it (late_gpu_behind, receiver_explanations.cpp).
 #pragma once
 
 #include <cstdint>
