@@ -117,35 +117,16 @@ NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::v
 
 BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts,
                                  const ProcessContext& context, const AttributionConfig& config)
-    : passages(obs), held(nodes_held_from_beyond(obs, facts, context)) {
+    : passages(obs), held(nodes_held_from_beyond(obs, facts, context)), lanes(obs, facts, context), config(config) {
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];
-    if (f.p2p || f.src == f.dst || context.host_of(f.src) == context.host_of(f.dst)) continue;
-    const EdgeKey& k = obs.edges[i].key;
-    if (data_ready_at_once(f.view, config)) ready_exits.insert({context.host_of(f.src), k.comm_hash, k.channel, f.src});
-    if (f.view.has_recv) receive_steps[{f.dst, k.comm_hash}] += static_cast<double>(obs.edges[i].recv_steps);
+    if (f.p2p || !f.view.has_recv || f.src == f.dst || context.host_of(f.src) == context.host_of(f.dst)) continue;
+    receive_steps[{f.dst, obs.edges[i].key.comm_hash}] += static_cast<double>(obs.edges[i].recv_steps);
   }
 }
 
-namespace {
-
-// Whether an exit of `receiver`'s lane sent by another GPU of its node had its data ready at
-// once: the data then passed the node in time (lanes.hpp), whatever its entry's lags read.
-bool lane_delivered_in_time(const BacklogReadings& r, const ProcessContext& context, uint32_t receiver,
-                            const EdgeKey& key) {
-  const std::string& host = context.host_of(receiver);
-  for (auto it = r.ready_exits.lower_bound({host, key.comm_hash, key.channel, 0});
-       it != r.ready_exits.end() && std::get<0>(*it) == host && std::get<1>(*it) == key.comm_hash &&
-       std::get<2>(*it) == key.channel;
-       ++it)
-    if (std::get<3>(*it) != receiver) return true;
-  return false;
-}
-
-}  // namespace
-
 void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& receivers, double cycle_ns,
-                              const ProcessContext& context, EdgeFacts& f) {
+                              const ProcessContext& context, size_t connection, EdgeFacts& f) {
   const EdgeKey& key = f.view.edge->key;
   if (f.slow_consume || f.p2p || !f.view.has_recv || r.held.count({context.host_of(f.dst), key.comm_hash}) ||
       !r.passages.backlog_after(f.dst, key.comm_hash))
@@ -157,7 +138,7 @@ void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& rec
     // passage's and the data did not pass the node in time.
     const std::optional<BacklogAboveAll> above = r.passages.backlog_above_all(f.dst, key.comm_hash);
     auto steps = r.receive_steps.find({f.dst, key.comm_hash});
-    if (!above || steps == r.receive_steps.end() || lane_delivered_in_time(r, context, f.dst, key)) return;
+    if (!above || steps == r.receive_steps.end() || r.lanes.delivered_past_receiver(connection, r.config)) return;
     hold = {above->window_ns / steps->second, above->margin};
   }
   f.anomaly[kRecvGpuWait] = hold.ns;

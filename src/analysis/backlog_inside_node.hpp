@@ -51,12 +51,12 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "analysis/connection_facts.hpp"
 #include "analysis/lag_summary.hpp"
+#include "analysis/lanes.hpp"
 #include "analysis/observations.hpp"
 #include "analysis/process_context.hpp"
 #include "analysis/receiver_peers.hpp"
@@ -106,24 +106,26 @@ using NodesHeldFromBeyond = std::set<std::pair<std::string, uint64_t>>;
 NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
                                            const ProcessContext& context);
 
-// What the backlog rule reads of the whole job, once.
+// What the backlog rule reads of the whole job, once. `obs`, `facts` and `context` must outlive
+// it (its lanes keep references).
 struct BacklogReadings {
   BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts, const ProcessContext& context,
                   const AttributionConfig& config);
   EntryPassages passages;
   NodesHeldFromBeyond held;
-  // (host, comm, channel, sender) of the collective network sends whose data was ready at once.
-  std::set<std::tuple<std::string, uint64_t, int32_t, uint32_t>> ready_exits;
+  Lanes lanes;  // whether a lane's data passed its node in time (Lanes::delivered_past_receiver)
+  AttributionConfig config;
   // (receiver, comm) -> the steps of its collective network receives.
   std::map<std::pair<uint32_t, uint64_t>, double> receive_steps;
 };
 
-// Marks `f` (a collective network receive not found slow to consume) slow to consume where its
-// receiver shows a backlog after it and its node is not held from beyond: where its holds
-// stand beyond its peers', by them; else where the backlog stands a buffer above every other
-// entry's and no exit of its lane by another GPU had its data ready at once, by the backlog.
+// Marks `f`, connection `connection` of the facts the readings were built from (a collective
+// network receive not found slow to consume), slow to consume where its receiver shows a
+// backlog after it and its node is not held from beyond: where its holds stand beyond its
+// peers', by them; else where the backlog stands a buffer above every other entry's and no
+// exit of its lane by another GPU had its data ready at once, by the backlog.
 void take_hold_behind_backlog(const BacklogReadings& readings, const ReceiverPeers& receivers, double cycle_ns,
-                              const ProcessContext& context, EdgeFacts& f);
+                              const ProcessContext& context, size_t connection, EdgeFacts& f);
 
 // The GPU of `receiver`'s node in `comm` latest by its own work (late_ns > 0, own_delay.hpp),
 // if any: what a backlog after the receiver waits on.

@@ -149,8 +149,9 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
   }
   const BacklogReadings backlogs(obs, out.edges, context, cfg);
-  for (EdgeFacts& f : out.edges)
-    take_hold_behind_backlog(backlogs, receivers, out.baselines[f.view.edge->key.comm_hash].cycle_ns, context, f);
+  for (size_t i = 0; i < out.edges.size(); ++i)
+    take_hold_behind_backlog(backlogs, receivers, out.baselines[obs.edges[i].key.comm_hash].cycle_ns, context, i,
+                             out.edges[i]);
   note_missing_halves(out.edges, context, out.notes);
   return out;
 }

@@ -67,7 +67,7 @@ struct Tree {
     EdgeFacts f = facts[i];
     f.view = views[i];
     const ProcessContext context(obs);
-    take_hold_behind_backlog(BacklogReadings(obs, facts, context, cfg), peers, kCycleNs, context, f);
+    take_hold_behind_backlog(BacklogReadings(obs, facts, context, cfg), peers, kCycleNs, context, i, f);
     return f;
   }
 };
