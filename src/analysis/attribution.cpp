@@ -92,12 +92,14 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
     out.push_back("hold " + context.name_of(h.from) + " -> " + context.name_of(h.to) + " " + h.why);
 }
 
-// Each rank's measured own time per gated step, and which stood out (NCCL_CULPRIT_DEBUG=1).
+// Each rank's measured own time and work per gated step, and whose work stood out
+// (NCCL_CULPRIT_DEBUG=1).
 void describe_own_holds(const ProcessContext& context, const Observations& obs,
                         const std::vector<OwnHoldVerdict>& verdicts, std::vector<std::string>& out) {
+  const auto work = gated_work_per_step(obs);
   for (const auto& [who, own] : gated_own_time_per_step(obs)) {
     std::string line = "own time " + context.name_of(who.first) + " comm " + std::to_string(who.second) + " " +
-                       std::to_string(own) + " ns/step";
+                       std::to_string(own) + " ns/step, work " + std::to_string(work.at(who)) + " ns/step";
     for (const OwnHoldVerdict& v : verdicts)
       if (v.process == who.first && v.comm == who.second)
         line += " stands out by " + std::to_string(v.excess.ns) + " ns (margin " +

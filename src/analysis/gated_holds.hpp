@@ -14,7 +14,13 @@
 namespace culprit {
 
 // (process, communicator) -> the mean own time per gated step of that rank's network
-// receives; only ranks with at least one op's gated steps (kSlotsPerConnection).
+// receives; only ranks with at least one op's gated steps (kSlotsPerConnection). What of a
+// hold is not backpressure: the queue of the GPU's earlier steps included.
 std::map<std::pair<uint32_t, uint64_t>, double> gated_own_time_per_step(const Observations& observations);
+
+// The same ranks' mean work per gated step: the own time after the GPU had freed the step
+// before. How fast the GPU consumes: a kernel that started after its inputs had arrived, and
+// then worked them at its usual pace, held the last of them for the whole queue.
+std::map<std::pair<uint32_t, uint64_t>, double> gated_work_per_step(const Observations& observations);
 
 }  // namespace culprit

@@ -89,9 +89,11 @@ struct CommRankFixed {
   uint32_t chain_place_samples = 0;
   // Its network receives' holds where its output slots' gates are known (GatedHoldRecord,
   // core/records.hpp), summed over the window: the steps, and the part of each hold after the
-  // step's inputs were all in and its output slots free (its own).
+  // step's inputs were all in and its output slots free (its own), and of that the part after
+  // it had freed the step before (its work on each step, without the queue of earlier steps).
   uint64_t gated_steps = 0;
   uint64_t gated_own_sum_ns = 0;
+  uint64_t gated_work_sum_ns = 0;
 };
 static_assert(std::is_trivially_copyable_v<CommRankFixed>);
 

@@ -15,7 +15,7 @@ std::vector<OwnHoldVerdict> judge_own_holds(const Observations& obs, const std::
     double own;
   };
   std::map<uint64_t, std::vector<Receiver>> by_group;
-  for (const auto& [who, own] : gated_own_time_per_step(obs))
+  for (const auto& [who, own] : gated_work_per_step(obs))
     by_group[wire_group_of(who.second, replicas)].push_back({who.first, who.second, own});
   std::vector<OwnHoldVerdict> verdicts;
   for (const auto& [group, receivers] : by_group) {

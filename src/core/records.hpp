@@ -70,12 +70,14 @@ inline constexpr int kSlotsPerConnection = 8;
 // A collective receive op's holds set against its GPU's output slots (io/slot_gates.hpp):
 // over the recorded steps whose onward sends' gates are recorded too, the part of each hold
 // (RecvGpuWait) after the step's inputs had all arrived and its output slots were free, which
-// is the GPU's own time. Only per-step traces have it, and only where the onward sends
-// are the same process's network sends (a GPU that forwards over NVLink has none).
+// is the GPU's own time, and of that the part after it had freed the step before (its work on
+// the step alone, not the queue before it). Only per-step traces have it, and only where the
+// onward sends are the same process's network sends (a GPU that forwards over NVLink has none).
 struct GatedHoldRecord {
   uint64_t comm_hash = 0;
   uint64_t seq = 0;
   uint64_t own_ns = 0;
+  uint64_t work_ns = 0;
   uint32_t process = 0;  // index into the reading node's local process table
   int32_t rank = -1;
   uint32_t steps = 0;

@@ -776,6 +776,7 @@ class TraceParser {
       GatedHoldRecord g = gate_records_[i];
       g.steps = holds[i]->steps;
       g.own_ns = holds[i]->own_ns;
+      g.work_ns = holds[i]->work_ns;
       data_.gated_holds.push_back(g);
     }
     drop_gate_ops();

@@ -105,8 +105,13 @@ GatedHold gate_input(std::span<const GateOp> ops, size_t input, const std::vecto
     int64_t start = in.from;
     for (size_t other : inputs)
       if (const StepSpan* s = step_of(ops[other], in.step)) start = std::max(start, s->from);
+    const int64_t ready = std::max(start, gate);
+    // A channel's primitive works its steps in order: step k starts once step k - 1 was freed.
+    const StepSpan* before = step_of(ops[input], in.step - 1);
+    const int64_t work_start = before ? std::max(ready, before->to) : ready;
     ++g.steps;
-    g.own_ns += static_cast<uint64_t>(std::max<int64_t>(0, in.to - std::max(start, gate)));
+    g.own_ns += static_cast<uint64_t>(std::max<int64_t>(0, in.to - ready));
+    g.work_ns += static_cast<uint64_t>(std::max<int64_t>(0, in.to - work_start));
   }
   return g;
 }

@@ -47,10 +47,15 @@ struct GateOp {
 };
 
 // Of one receive op: its steps whose gates are all recorded or were never used (a step below
-// kSlotsPerConnection writes output slots no earlier send held), and their own time.
+// kSlotsPerConnection writes output slots no earlier send held), and their own time: the hold
+// after the step's inputs were all in and its output slots free, and the part of that after
+// the GPU freed the step before too (its work on the step alone: a channel's primitive works
+// its steps in order, so inputs that queued, behind a kernel that started after they arrived
+// or behind a slow consumer's earlier steps, count one step's work each).
 struct GatedHold {
   uint32_t steps = 0;
   uint64_t own_ns = 0;
+  uint64_t work_ns = 0;
 };
 
 // For each op of one collective on one GPU (all channels), in order: its gated holds where it

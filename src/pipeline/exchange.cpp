@@ -105,6 +105,7 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
   if (c.gated_steps > seen.gated_steps) {
     seen.gated_steps = c.gated_steps;
     seen.gated_own_sum_ns = c.gated_own_sum_ns;
+    seen.gated_work_sum_ns = c.gated_work_sum_ns;
   }
   if (c.chain_place_samples > seen.chain_place_samples) {
     seen.chain_place_sum = c.chain_place_sum;

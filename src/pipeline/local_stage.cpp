@@ -121,6 +121,7 @@ void measure_gated_holds(const LocalData& data, const std::vector<CommWindow>& w
     if (it == by_rank.end()) continue;
     it->second->gated_steps += g.steps;
     it->second->gated_own_sum_ns += g.own_ns;
+    it->second->gated_work_sum_ns += g.work_ns;
   }
 }
 

@@ -1,4 +1,4 @@
-// judge_own_holds / offer_slow_own_holds: a receiver's own time per gated step against its
+// judge_own_holds / offer_slow_own_holds: a receiver's work per gated step against its
 // communicator's and its replicas' other receivers'.
 #include <gtest/gtest.h>
 
@@ -19,21 +19,24 @@ constexpr uint64_t kSteps = 128;
 // The two-node LL tree+dp of a simulated 3.11x slow consumer (GPU 0) that made the job 139 %
 // slower: each GPU held the other's data 115 us a step, in a loop of credit, so their holds
 // named nobody. Set against their output slots, GPU 0 held each step 114.8 us after it could
-// start, GPU 1 1.1 us. The wires took 12 us a step.
+// start, GPU 1 1.1 us. The wires took 12 us a step. Each GPU's work per step is `work_us`, its
+// own time per step as much (no queue of earlier steps) unless `own_us` says otherwise.
 struct Job {
   Observations obs;
   std::vector<EdgeFacts> facts;
   std::map<uint64_t, CommBaseline> baselines;
 
-  explicit Job(const std::vector<double>& own_us) {
+  explicit Job(const std::vector<double>& work_us, std::vector<double> own_us = {}) {
+    if (own_us.empty()) own_us = work_us;
     std::vector<std::string> hosts;
     for (size_t p = 0; p < own_us.size(); ++p) hosts.push_back("node" + std::to_string(p));
     test::add_collective_processes(obs, kComm, hosts);
-    for (uint32_t p = 0; p < own_us.size(); ++p) {
-      test::add_connection(obs, facts, kComm, (p + 1) % static_cast<uint32_t>(own_us.size()), p, 0, kSteps);
+    for (uint32_t p = 0; p < work_us.size(); ++p) {
+      test::add_connection(obs, facts, kComm, (p + 1) % static_cast<uint32_t>(work_us.size()), p, 0, kSteps);
       GlobalCommRank& r = obs.comm_ranks[p];
       r.gated_steps = 72;
       r.gated_own_sum_ns = static_cast<uint64_t>(72 * own_us[p] * 1000);
+      r.gated_work_sum_ns = static_cast<uint64_t>(72 * work_us[p] * 1000);
     }
     baselines[kComm].cycle_ns = 12000;
   }
@@ -69,6 +72,18 @@ TEST(OwnHolds, HealthyReceiversAndALoneOneNameNobody) {
   Job few({114.8, 1.1});
   few.obs.comm_ranks[0].gated_steps = 4;
   EXPECT_TRUE(judge_own_holds(few.obs, few.baselines, AttributionConfig{}).empty());
+}
+
+// The root of a healthy data-parallel tree under LL whose host ran ahead (fresh seed 11061): its
+// child's data had all arrived when its kernel started, and it worked the steps 1.35 us apart,
+// so counted from the kernel's start it held them 5 us a step, its peers 1.0-1.3 us. Its own
+// time so stood out by 3.9 us (margin 1.24) and it was named a consumer at 0.95. Its work per
+// step did not stand out: the queue was its late start, which the gap test judges.
+TEST(OwnHolds, AQueueAtTheKernelsStartIsNoSlowConsumption) {
+  const Job job({1.35, 1.07, 1.23, 1.13, 1.10, 1.20, 1.05, 1.30}, {4.99, 1.07, 1.23, 1.13, 1.10, 1.20, 1.05, 1.30});
+  EXPECT_TRUE(judge_own_holds(job.obs, job.baselines, AttributionConfig{}).empty());
+  const Job counted_as_own({4.99, 1.07, 1.23, 1.13, 1.10, 1.20, 1.05, 1.30});
+  EXPECT_EQ(judge_own_holds(counted_as_own.obs, counted_as_own.baselines, AttributionConfig{}).size(), 1u);
 }
 
 TEST(OwnHolds, AmongManyTheSpreadOfTheOthersGuards) {

@@ -52,6 +52,7 @@ TEST(SlotGates, AnInputHeldForAFreeOutputSlotIsBackpressureNotOwnTime) {
     EXPECT_EQ(holds[input]->steps, 8u);  // steps 54..61: their gates, sends 46..53, are recorded
     // Held 461 us a step, of which 1 us after the output slot was free.
     EXPECT_EQ(holds[input]->own_ns, 8u * kUs);
+    EXPECT_EQ(holds[input]->work_ns, 8u * kUs);
   }
   EXPECT_FALSE(holds[2].has_value());  // sends have no holds
   EXPECT_FALSE(holds[3].has_value());
@@ -59,9 +60,10 @@ TEST(SlotGates, AnInputHeldForAFreeOutputSlotIsBackpressureNotOwnTime) {
 
 // A GPU slow to consume makes its output as soon as its input is there, then frees the input
 // 30 us after the previous one; its sends complete 10 us after the data is ready. All of its
-// hold is its own, whichever of its outputs (the same step's or the next one's, both made
-// while it held the input) is taken for the lane.
-TEST(SlotGates, AGpuSlowToConsumeHoldsOnlyForItself) {
+// hold is its own, whichever of its outputs (the same step's or the next one's, both made while
+// it held the input) is taken for the lane; its work is 30 us a step (the first step's whole
+// hold, 100 us, having no step before it): the rest is the queue its slowness built up.
+TEST(SlotGates, AGpuSlowToConsumeHoldsEachStepForOneConsumption) {
   auto arrival = [](int64_t k) { return k * 2 * kUs; };
   auto freed = [](int64_t k) { return 100 * kUs + k * 30 * kUs; };
   std::vector<GateOp> ops;
@@ -71,10 +73,31 @@ TEST(SlotGates, AGpuSlowToConsumeHoldsOnlyForItself) {
   }));
   const auto holds = gated_holds(ops);
   ASSERT_TRUE(holds[0].has_value());
-  ASSERT_GE(holds[0]->steps, 8u);
-  uint64_t held = 0;  // over the gated steps, the last ones
-  for (int64_t k = 16 - holds[0]->steps; k < 16; ++k) held += static_cast<uint64_t>(freed(k) - arrival(k));
+  ASSERT_EQ(holds[0]->steps, 16u);  // no gate is ever used: every output slot completes in time
+  uint64_t held = 0;
+  for (int64_t k = 0; k < 16; ++k) held += static_cast<uint64_t>(freed(k) - arrival(k));
   EXPECT_EQ(holds[0]->own_ns, held);
+  EXPECT_EQ(holds[0]->work_ns, static_cast<uint64_t>(100 * kUs + 15 * 30 * kUs));
+}
+
+// The root of a data-parallel tree whose one child's data all arrived before its kernel started
+// (its host ran ahead; measured on a healthy tree+dp under LL, fresh seed 11061): every input's
+// hold begins at the kernel's start, and the GPU then works them 1.35 us apart. Counted from the
+// kernel's start, the eighth input was held 10.8 us, and the GPU's own time stood at 5 us a step
+// against its peers' 1 us, a consumer at 0.95. Each step waited for the one before: its work is
+// 1.35 us a step.
+TEST(SlotGates, InputsQueuedAtTheKernelsStartCostOneStepEach) {
+  constexpr int64_t kernel_start = 1000 * kUs, work = 1350;
+  auto freed = [](int64_t k) { return kernel_start + (k + 1) * work; };
+  std::vector<GateOp> ops;
+  // RecvGpuWait begins no earlier than the kernel (the reader clips it): all at its start.
+  ops.push_back(op_of(false, 4, 0, 7, [&](int64_t k) { return received(kernel_start, freed(k)); }));
+  ops.push_back(op_of(true, 4, 0, 7, [&](int64_t k) { return sent(freed(k), freed(k) + 12 * kUs); }));
+  const auto holds = gated_holds(ops);
+  ASSERT_TRUE(holds[0].has_value());
+  ASSERT_EQ(holds[0]->steps, 8u);
+  EXPECT_EQ(holds[0]->own_ns, static_cast<uint64_t>(36 * work));  // 1 + 2 + ... + 8 steps' work
+  EXPECT_EQ(holds[0]->work_ns, static_cast<uint64_t>(8 * work));
 }
 
 // A ring sends step k + 1 from its input of step k: the input's step 7 is gated by the send
@@ -92,6 +115,7 @@ TEST(SlotGates, ARingForwardsEachStepAsTheNext) {
   ASSERT_TRUE(holds[0].has_value());
   EXPECT_EQ(holds[0]->steps, 16u);
   EXPECT_EQ(holds[0]->own_ns, 16u * 2 * kUs);
+  EXPECT_EQ(holds[0]->work_ns, 16u * 2 * kUs);
 }
 
 // Without a send on its channel whose data it could have made, a receive has no gate.
