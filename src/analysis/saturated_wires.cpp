@@ -38,7 +38,7 @@ std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<Edge
       measured_links_of(views, groups, [](const EdgeView& v) { return v.wire_saturated ? v.wire_ns : 0.0; });
   // Groups with too few saturated links to compare them with each other: those links are the
   // bottlenecks of their flows, judged against their group's unsaturated links where there are
-  // kMinLinks of those (bottleneck_wires.hpp).
+  // any (bottleneck_wires.hpp).
   const std::map<uint64_t, LinksOfGroup> unsaturated =
       measured_links_of(views, groups, [](const EdgeView& v) { return v.wire_saturated ? 0.0 : v.wire_ns; });
   std::map<uint64_t, LinksOfGroup> bottlenecks;
@@ -48,7 +48,7 @@ std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<Edge
       continue;
     }
     auto peers = unsaturated.find(it->first);
-    if (peers != unsaturated.end() && peers->second.size() >= kMinLinks) bottlenecks.insert(*it);
+    if (peers != unsaturated.end() && peers->second.size() >= kMinBottleneckPeers) bottlenecks.insert(*it);
     it = by_group.erase(it);
   }
   size_t judged_links = 0;

@@ -47,7 +47,7 @@ struct SaturatedWireJudgement {
 
 // One judgement per view (same order); `judged` where the view is a saturated wire of a
 // wire group (a communicator, or the communicators of one kind, size and chunk: wire_groups.hpp)
-// with kMinLinks or more saturated links, or with fewer and kMinLinks or more unsaturated ones.
+// with kMinLinks or more saturated links, or with fewer and an unsaturated one or more.
 std::vector<SaturatedWireJudgement> judge_saturated_wires(const std::vector<EdgeView>& views,
                                                           const WireGroups& groups = {},
                                                           const LinkPeerConfig& config = {});

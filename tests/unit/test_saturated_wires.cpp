@@ -107,15 +107,18 @@ TEST(SaturatedWires, AllChannelsOfOneLinkAreOneSample) {
   for (size_t i = 8; i < 11; ++i) EXPECT_FALSE(j[i].slow) << i;
 }
 
-TEST(SaturatedWires, FewerThanThreeSaturatedLinksAreLeftToTheOtherTests) {
-  // Two saturated links and two paced ones: no spread between links to measure, and too few
-  // unsaturated links for the bottleneck test (test_bottleneck_wires.cpp).
+TEST(SaturatedWires, FewerThanThreeSaturatedLinksAreBottlenecks) {
+  // Two saturated links and two paced ones: no spread between the saturated links to measure,
+  // so each is judged as its flow's bottleneck against the paced links' busy time
+  // (test_bottleneck_wires.cpp): 100 us a chunk against their 45 us with latency is slow, 40 us
+  // is not; the paced links are left to the other tests.
   std::vector<SaturatedWireJudgement> j =
       judge({wire(0, 1, 0, 100), wire(1, 2, 0, 40), wire(2, 3, 0, 45, 0.2, 45), wire(3, 0, 0, 45, 0.2, 45)});
-  for (const SaturatedWireJudgement& w : j) {
-    EXPECT_FALSE(w.judged);
-    EXPECT_FALSE(w.slow);
-  }
+  EXPECT_TRUE(j[0].judged);
+  EXPECT_TRUE(j[0].slow);
+  EXPECT_TRUE(j[1].judged);
+  EXPECT_FALSE(j[1].slow);
+  for (size_t i = 2; i < j.size(); ++i) EXPECT_FALSE(j[i].judged) << i;
 }
 
 TEST(SaturatedWires, PairsOfRanksAreComparedWithinTheirWireGroup) {
