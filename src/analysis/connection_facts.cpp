@@ -33,18 +33,18 @@ std::map<uint64_t, double> low_recv_wait_of(const std::vector<EdgeView>& views) 
   return low;
 }
 
-// The judgements of a wire by the tests that compare it with the other links of its wire group
-// (saturated_wires.hpp, busy_wire_peers.hpp).
-struct WirePeerJudgements {
+// The judgements of a wire: slow_wire.hpp's guard (by its link's channels), and the tests that
+// compare it with the other links of its wire group (saturated_wires.hpp, busy_wire_peers.hpp).
+struct WireJudgements {
+  WireJudgement guard;
   SaturatedWireJudgement saturated;
   BusyWireJudgement busy;
 };
 
 // A wire is judged by slow_wire.hpp's guard and by its link's peers; the strongest verdict
 // stands.
-WireJudgement strongest_wire_verdict(const EdgeView& view, const CommBaseline& base, const WirePeerJudgements& peers,
-                                     const AttributionConfig& cfg) {
-  WireJudgement wire = judge_wire(view, base, cfg);
+WireJudgement strongest_wire_verdict(const WireJudgements& peers) {
+  WireJudgement wire = peers.guard;
   if (peers.saturated.judged && peers.saturated.margin > wire.margin) {
     wire.slow = peers.saturated.slow;
     wire.margin = peers.saturated.margin;
@@ -59,7 +59,7 @@ WireJudgement strongest_wire_verdict(const EdgeView& view, const CommBaseline& b
 }
 
 void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& receivers,
-                  double low_recv_wait, const WirePeerJudgements& wire_peers, const AttributionConfig& cfg) {
+                  double low_recv_wait, const WireJudgements& wire, const AttributionConfig& cfg) {
   for (int p : {kSendGpuWait, kSendWait, kRecvWait}) {
     bool present = p <= kSendWait ? f.view.has_send : f.view.has_recv;
     if (!present) continue;
@@ -81,10 +81,10 @@ void judge_phases(EdgeFacts& f, const CommBaseline& base, const ReceiverPeers& r
     double late = f.view.step_ns[kRecvWait] - low_recv_wait;
     if (late > floor) f.late_data_ns = late;
   }
-  const WireJudgement wire = strongest_wire_verdict(f.view, base, wire_peers, cfg);
-  f.slow_link = wire.slow;
-  f.link_excess_ns = wire.excess_per_step_ns;
-  f.link_margin = wire.margin;
+  const WireJudgement strongest = strongest_wire_verdict(wire);
+  f.slow_link = strongest.slow;
+  f.link_excess_ns = strongest.excess_per_step_ns;
+  f.link_margin = strongest.margin;
   f.no_credit = f.anomaly[kSendPeerWait] > 0;
   f.slow_flush = f.anomaly[kRecvFlushWait] > 0;
   f.slow_consume = f.anomaly[kRecvGpuWait] > 0;
@@ -136,6 +136,7 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
       judge_saturated_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns});
   const std::vector<BusyWireJudgement> busy =
       judge_busy_wires(views, wire_groups, {.abs_floor_ns = cfg.abs_floor_ns, .leave_judged_out = true});
+  const std::vector<WireJudgement> guard = judge_wires_by_link(views, out.baselines, cfg);
   std::map<uint64_t, double> low_recv_wait = low_recv_wait_of(views);
   ReceiverPeers receivers(views, cfg, p2p_sizes, wire_groups);
   out.edges.resize(obs.edges.size());
@@ -146,7 +147,8 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.src = context.process_of(k.comm_hash, k.src_rank);
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
-    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {saturated[i], busy[i]}, cfg);
+    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {guard[i], saturated[i], busy[i]},
+                 cfg);
   }
   const BacklogReadings backlogs(obs, out.edges, context, cfg);
   for (size_t i = 0; i < out.edges.size(); ++i)

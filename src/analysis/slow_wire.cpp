@@ -1,6 +1,7 @@
 #include "analysis/slow_wire.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace culprit {
 namespace {
@@ -42,6 +43,29 @@ WireJudgement judge_wire(const EdgeView& v, const CommBaseline& base, const Attr
     j.margin = std::min(beyond_guard(j.excess_per_step_ns, guard).margin,
                         ratio_margin(per_send, reference, cfg.link_ratio));
   return j;
+}
+
+std::vector<WireJudgement> judge_wires_by_link(const std::vector<EdgeView>& views,
+                                               const std::map<uint64_t, CommBaseline>& baselines,
+                                               const AttributionConfig& config) {
+  std::vector<WireJudgement> out(views.size());
+  std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<double>> link_margins;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const EdgeKey& k = views[i].edge->key;
+    auto base = baselines.find(k.comm_hash);
+    if (base == baselines.end()) continue;
+    out[i] = judge_wire(views[i], base->second, config);
+    link_margins[{k.comm_hash, k.src_rank, k.dst_rank}].push_back(out[i].slow ? out[i].margin : 0.0);
+  }
+  for (auto& [link, margins] : link_margins) std::sort(margins.begin(), margins.end());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const EdgeKey& k = views[i].edge->key;
+    auto link = link_margins.find({k.comm_hash, k.src_rank, k.dst_rank});
+    if (link == link_margins.end() || link->second[(link->second.size() - 1) / 2] > 0) continue;
+    out[i].slow = false;
+    out[i].margin = 0;
+  }
+  return out;
 }
 
 }  // namespace culprit

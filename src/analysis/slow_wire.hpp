@@ -13,9 +13,19 @@
 // Sums only: SendWait far above what even a saturated healthy link shows, i.e. one send's
 // share with all NCCL_STEPS queued above the communicator's typical SendWait.
 //
+// Each channel is judged as a connection of its own, but a link's channels share its NICs and
+// route: a slow link slows them all. So a channel is a slow wire only where most channels of its
+// link are (judge_wires_by_link): one channel out of line with its link's others is jitter (a
+// healthy tree+dp 5x8x8 under LL128, fresh seed 11081: one channel of eight of a link at 33 us a
+// send, the others 29-30, each from eight single-step ops, was named a slow link at 0.92).
+//
 // What it cannot tell apart: a wire slower by less than rel_floor (a quarter of a transfer),
 // or by less than link_ratio in a communicator of fewer than kMinRobustSample connections.
 #pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
 
 #include "analysis/edge_stats.hpp"
 
@@ -30,5 +40,11 @@ struct WireJudgement {
 };
 
 WireJudgement judge_wire(const EdgeView& view, const CommBaseline& base, const AttributionConfig& config);
+
+// judge_wire for every view (same order), each against its communicator's baseline, a channel
+// slow only where its link's (communicator, sender, receiver) lower median channel is too.
+std::vector<WireJudgement> judge_wires_by_link(const std::vector<EdgeView>& views,
+                                               const std::map<uint64_t, CommBaseline>& baselines,
+                                               const AttributionConfig& config);
 
 }  // namespace culprit

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "analysis/connection_facts.hpp"
 
@@ -76,6 +77,43 @@ TEST(ConnectionFacts, ASlowHopIsASlowLinkAndItsEndsAreItsProcesses) {
   EXPECT_EQ(facts.baselines.at(kComm).phase[kSendWait].n, 4u);
   EXPECT_TRUE(facts.notes.empty());
   EXPECT_EQ(ctx.placeholders(), 0u);
+}
+
+// A ring of four GPUs, one per node, on eight channels: each send op moves one step, so each
+// wire's SendWait is its own time for a chunk (`us_of(link, channel)`).
+Observations timed_ring(double (*us_of)(int, int)) {
+  Observations obs = ring(4, {1, 0.2, 25, 26, 0, 1});
+  std::vector<EdgeSummary> edges;
+  for (const EdgeSummary& hop : obs.edges)
+    for (int32_t c = 0; c < 8; ++c) {
+      EdgeSummary e = hop;
+      e.key.channel = c;
+      const auto ns = static_cast<uint64_t>(us_of(hop.key.src_rank, c) * 1000);
+      e.phase_ns[kSendWait] = ns * kSteps;
+      e.send_ops = kSteps;
+      e.send_wait_min_ops = kSteps;
+      e.send_wait_min_sum_ns = ns * kSteps;
+      edges.push_back(e);
+    }
+  obs.edges = edges;
+  return obs;
+}
+
+// A link's channels share its NICs and route: a slow link slows them all. One channel of eight
+// at 33 us a send, its link's others and every other link's at 25 (a healthy tree+dp 5x8x8 under
+// LL128, fresh seed 11081, named such a channel a slow link at 0.92): the link-spread test
+// judges the link as a whole, within its peers, and the guard, which takes each channel alone,
+// names a channel only where most of its link's channels clear it too. Where the link's channels
+// all move a chunk in 33 us, the guard names the link.
+TEST(ConnectionFacts, OneChannelOutOfLineWithItsLinkIsNoSlowLink) {
+  Observations one = timed_ring([](int link, int channel) { return link == 2 && channel == 4 ? 33.0 : 25.0; });
+  ProcessContext one_ctx(one);
+  const ConnectionFacts jitter = judge_connections(one, one_ctx, AttributionConfig{});
+  for (const EdgeFacts& f : jitter.edges) EXPECT_FALSE(f.slow_link);
+  Observations all = timed_ring([](int link, int) { return link == 2 ? 33.0 : 25.0; });
+  ProcessContext all_ctx(all);
+  const ConnectionFacts slow = judge_connections(all, all_ctx, AttributionConfig{});
+  for (size_t i = 0; i < slow.edges.size(); ++i) EXPECT_EQ(slow.edges[i].slow_link, i / 8 == 2) << i;
 }
 
 TEST(ConnectionFacts, LateDataWithheldCreditAndSlowFlushAreEachTheirOwnVerdict) {
