@@ -147,8 +147,8 @@ ConnectionFacts judge_connections(const Observations& obs, ProcessContext& conte
     f.src = context.process_of(k.comm_hash, k.src_rank);
     f.dst = context.process_of(k.comm_hash, k.dst_rank);
     f.p2p = !context.is_collective(k.comm_hash);
-    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], {guard[i], saturated[i], busy[i]},
-                 cfg);
+    const WireJudgements wire = {guard[i], saturated[i], busy[i]};
+    judge_phases(f, out.baselines[k.comm_hash], receivers, low_recv_wait[k.comm_hash], wire, cfg);
   }
   const BacklogReadings backlogs(obs, out.edges, context, cfg);
   for (size_t i = 0; i < out.edges.size(); ++i)

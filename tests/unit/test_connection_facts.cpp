@@ -1,4 +1,5 @@
-// judge_connections: per-connection anomalies and verdicts on small rings, verdict_of's order, and the missing-half notes.
+// judge_connections: per-connection anomalies and verdicts on small rings, verdict_of's order,
+// a slow link told by all of its channels, and the missing-half notes.
 #include <gtest/gtest.h>
 
 #include <array>
