@@ -12,11 +12,11 @@ std::vector<OwnHoldVerdict> judge_own_holds(const Observations& obs, const std::
   struct Receiver {
     uint32_t process;
     uint64_t comm;
-    double own;
+    double work;  // per gated step
   };
   std::map<uint64_t, std::vector<Receiver>> by_group;
-  for (const auto& [who, own] : gated_work_per_step(obs))
-    by_group[wire_group_of(who.second, replicas)].push_back({who.first, who.second, own});
+  for (const auto& [who, work] : gated_work_per_step(obs))
+    by_group[wire_group_of(who.second, replicas)].push_back({who.first, who.second, work});
   std::vector<OwnHoldVerdict> verdicts;
   for (const auto& [group, receivers] : by_group) {
     if (receivers.size() < 2) continue;
@@ -25,8 +25,8 @@ std::vector<OwnHoldVerdict> judge_own_holds(const Observations& obs, const std::
       if (base == baselines.end()) continue;
       std::vector<double> others;
       for (const Receiver& o : receivers)
-        if (o.process != r.process || o.comm != r.comm) others.push_back(o.own);
-      const Excess x = significant_excess(r.own, robust_of(std::move(others)), base->second.cycle_ns, cfg);
+        if (o.process != r.process || o.comm != r.comm) others.push_back(o.work);
+      const Excess x = significant_excess(r.work, robust_of(std::move(others)), base->second.cycle_ns, cfg);
       if (x.ns > 0) verdicts.push_back({r.process, r.comm, x});
     }
   }

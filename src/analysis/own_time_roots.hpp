@@ -37,9 +37,9 @@ namespace culprit {
 void drop_holds_of_own_time_roots(const OwnDelay& own_delay, const std::vector<EdgeFacts>& facts,
                                   std::vector<WaitEdge>& holds);
 
-// Drops the holds of every GPU whose own time per gated step stands out in a communicator
-// (own_holds.hpp): what a GPU holds after its inputs arrived and its output slots were free
-// waits on nobody, neither a slower node peer nor the GPUs its sends feed.
+// Drops the holds of every GPU whose work per gated step stands out in a communicator
+// (own_holds.hpp): what a GPU holds after its inputs arrived, its output slots were free and
+// its step before was done waits on nobody, neither a slower node peer nor the GPUs its sends feed.
 void drop_holds_of_slow_own_holds(const std::vector<OwnHoldVerdict>& verdicts, std::vector<WaitEdge>& holds);
 
 // Drops the holds of every process whose evidence says it stopped.
