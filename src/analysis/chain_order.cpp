@@ -35,4 +35,14 @@ std::vector<uint32_t> chain_order_of(const Observations& obs, const ProcessConte
   return order;
 }
 
+std::optional<uint32_t> last_to_stop(const Observations& obs, const ProcessContext& context, uint32_t member,
+                                     uint64_t comm) {
+  const std::string& host = context.host_of(member);
+  for (const GlobalCommRank& c : obs.comm_ranks)
+    if (c.comm_hash == comm && context.host_of(c.process) == host && c.last_stop_samples >= kMinSamples &&
+        c.last_stops == c.last_stop_samples)
+      return c.process;
+  return std::nullopt;
+}
+
 }  // namespace culprit

@@ -104,6 +104,25 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
   return found;
 }
 
+// Where the named entry's communicators run another algorithm than the tree (a ring's), the GPU
+// of the node that stopped last in every collective (chain_order.hpp, last_to_stop): a ring's
+// slow consumer takes the last step of all (pipeline/chain_places.hpp). In a ring 8x8x2 whose
+// 2.04x consumer cost 34 % it stopped last in eight collectives of eight, as the slow GPU did
+// in every ring of ten that a consumer slowed by 5 % or more and the lags left unplaced (fresh
+// seed 11093). Every communicator that says must name the same GPU, one of those left.
+std::optional<uint32_t> stopped_last(const Observations& obs, const ProcessContext& context, uint32_t named,
+                                     const std::set<uint64_t>& comms, const std::vector<uint32_t>& left) {
+  std::optional<uint32_t> found;
+  for (uint64_t comm : comms) {
+    const std::optional<uint32_t> last = last_to_stop(obs, context, named, comm);
+    if (!last) continue;
+    if (found && *found != *last) return std::nullopt;
+    found = last;
+  }
+  if (found && std::find(left.begin(), left.end(), *found) == left.end()) return std::nullopt;
+  return found;
+}
+
 // What placing one named root reads besides its own node: the communicators' entries and the
 // nodes held from beyond (backlog_inside_node.hpp), each computed once for every root.
 struct NodeReadings {
@@ -157,6 +176,12 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
                              "it passes its data on before freeing it, and the data then waits on the node as "
                              "long as behind a slow GPU that far along the node's chain (ordered by when "
                              "the node's GPUs end their collectives)",
+                             readings};
+  if (const std::optional<uint32_t> last =
+          node_held_beyond ? std::nullopt : stopped_last(obs, context, named, comms, left))
+    return ConsumerPlacement{named, *last, 1,
+                             "it passes its data on before freeing it, and of the node's GPUs this one stopped "
+                             "last in every collective, as a ring's slow consumer does",
                              readings};
   return ConsumerPlacement{named, left[0], static_cast<uint32_t>(left.size()),
                            "it passes its data on before freeing it; the GPUs after it are not told apart", readings};

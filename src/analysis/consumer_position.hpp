@@ -24,7 +24,11 @@
 // (backlog_inside_node.hpp), the backlog's length along the node's chain (chain_order.hpp)
 // names the GPU; with no backlog (its lag within a quarter of a buffer of the straight
 // passage) the next GPU along the chain is: an entry held at all is held behind full buffers
-// up to the slow GPU. Neither where a GPU of the node sends waiting for credit more than for
+// up to the slow GPU. In a ring, whose stops give no chain order, the GPU that stopped last of
+// the node's in every collective is the slow one: a ring's slow consumer takes the last step of
+// all (pipeline/chain_places.hpp; where a step's passage to the next GPU outlasts its
+// consumption, latency rather than the consumer orders the stops, and no GPU may stop last
+// every time). Neither where a GPU of the node sends waiting for credit more than for
 // its data (every buffer of the node then fills from beyond). Else the first of them is placed
 // with the share 1 / (GPUs left) (Evidence::identified_share); else nothing is moved.
 #pragma once

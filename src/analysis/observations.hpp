@@ -87,6 +87,11 @@ struct CommRankFixed {
   double chain_place_sum = 0;
   double chain_place_sq_sum = 0;
   uint32_t chain_place_samples = 0;
+  // In the collectives of another algorithm than the tree (a ring's), where all of its node's
+  // GPUs of the communicator recorded a stop: how many there were, and in how many it stopped
+  // last of them (pipeline/chain_places.hpp: a ring's slow consumer stops last).
+  uint32_t last_stop_samples = 0;
+  uint32_t last_stops = 0;
   // Its network receives' holds where its output slots' gates are known (GatedHoldRecord,
   // core/records.hpp), summed over the window: the steps, and the part of each hold after the
   // step's inputs were all in and its output slots free (its own), and of that the part after

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 
 namespace culprit {
@@ -125,9 +126,23 @@ struct KernelStartRecord {
   // coll_perf timed by proxy ops or the host's enqueue, or with child events lost): no gap,
   // start or busy time is taken from it.
   uint8_t window_unknown = 0;
-  uint8_t pad_[6] = {0, 0, 0, 0, 0, 0};
+  // 1: the collective ran NCCL's tree algorithm, whose GPUs of a node stop one after another
+  // along the node's chain (pipeline/chain_places.hpp); in a ring the order of the stops is
+  // not the chain's (a slow GPU stops last whatever its place).
+  uint8_t tree = 0;
+  uint8_t pad_[5] = {0, 0, 0, 0, 0};
 };
 static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
+
+// Whether an algorithm's name, as a profiler or an export writes it ("Tree" from NCCL's
+// names, "TREE" from the example profiler's), is NCCL's tree (not NVLS_TREE or a CollNet chain).
+inline bool names_tree_algorithm(std::string_view name) {
+  constexpr std::string_view kTree = "tree";
+  if (name.size() != kTree.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i)
+    if ((name[i] | 0x20) != kTree[i]) return false;
+  return true;
+}
 
 // How many send (or receive) calls one rank made to (from) one peer of a communicator: the
 // k-th Send of a rank to a peer meets the k-th Recv of that peer from it, so a count that

@@ -123,6 +123,7 @@ struct Context {
   int32_t rank = -1;
   uint64_t seq = 0;
   bool is_p2p = false;
+  bool is_tree = false;  // the collective's Algorithm is NCCL's tree
   bool valid = false;
   bool process_known = false;
   uint32_t process = 0;
@@ -436,6 +437,7 @@ class TraceParser {
       if (starts_with(ev.name, "nccl") || (!dt.empty() && dt[0] >= '0' && dt[0] <= '9'))
         layout_.v223 = true;
       c.valid = c.valid && parse_u64(ev.arg("SeqNum"), &c.seq);
+      c.is_tree = names_tree_algorithm(ev.arg("Algorithm"));
     } else {
       int64_t peer = -1;
       parse_i64(ev.arg("Peer"), &peer);
@@ -473,6 +475,7 @@ class TraceParser {
       k.process = c.process;
       k.rank = c.rank;
       k.is_p2p = c.is_p2p ? 1 : 0;
+      k.tree = c.is_tree ? 1 : 0;
       data_.kernel_starts.push_back(k);
     }
   }

@@ -51,6 +51,7 @@ constexpr NamedColumn kColumnNames[] = {
     {"exec_time_ns", kColExecTime},
     {"timing_source", kColTimingSource},
     {"pool_events_dropped", kColPoolDropped},
+    {"algo", kColAlgo},
     {"pool_exhausted", kColPoolExhausted},
     {"write_errors", kColWriteErrors},
     {"ring_rows_overwritten", kColRowsOverwritten},
@@ -435,6 +436,7 @@ void ProbingRows::coll_perf_row() {
   int64_t is_p2p = -1;
   if (!parse_i64(cell(kColIsP2p), &is_p2p)) is_p2p = names_p2p(cell(kColCollFunc)) ? 1 : 0;
   k.is_p2p = is_p2p > 0 ? 1 : 0;
+  k.tree = names_tree_algorithm(cell(kColAlgo)) ? 1 : 0;
   int seq = read_seq(&k.seq);
   if (seq < 0) return;
   const bool collective = !k.is_p2p;

@@ -26,7 +26,7 @@ enum ProbingColumn : int {
   kColHost, kColGlobalRank, kColPid,
   kColDevice, kColQpNum, kColLength, kColDuration,
   kColKind, kColAge,
-  kColIsP2p, kColExecTime, kColTimingSource, kColPoolDropped,
+  kColIsP2p, kColExecTime, kColTimingSource, kColPoolDropped, kColAlgo,
   kColPoolExhausted, kColWriteErrors, kColRowsOverwritten,
   kProbingColumnCount,
 };

@@ -113,7 +113,8 @@ struct CommEntry {
 static_assert(sizeof(CommEntry) == 64);
 
 // CollEntry.flags
-enum : uint32_t { kCollValid = 1, kCollP2p = 2 };
+// kCollTree: the collective ran NCCL's tree algorithm (its kernels stop in chain order).
+enum : uint32_t { kCollValid = 1, kCollP2p = 2, kCollTree = 4 };
 
 struct CollEntry {
   uint64_t lock;

@@ -321,6 +321,7 @@ void read_shard_file(const std::string& path, const std::string& host, LocalData
     k.process = process;
     k.rank = c.rank;
     k.is_p2p = p2p ? 1 : 0;
+    k.tree = (c.flags & kCollTree) != 0 ? 1 : 0;
     data.kernel_starts.push_back(k);
   }
 

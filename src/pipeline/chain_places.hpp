@@ -16,6 +16,18 @@
 // channels differ (NCCL rotates them where there are several channels per tree), the stop is
 // the last channel's and the places of one GPU vary between collectives: the analysis then
 // reads no order (its places' spread).
+//
+// Tree collectives only (KernelStartRecord::tree). A ring has no such last pass down a chain:
+// with a slow consumer on the node its GPUs stop in one order every time, the slow one last and
+// the one before it next to last, which is not their order along the chain (a ring 4x8x1
+// under LL128 whose 2.86x consumer cost 110 % had its node's GPUs stop 24, 31, 30, ..., 27, 25,
+// 26, fresh seed 11091; read as a chain it put the consumer four GPUs off, at 0.98).
+//
+// What a ring's stops do say is which GPU stopped last. Every GPU's last step receives a
+// chunk that completes its output and goes no further, and every chunk passes every GPU of the
+// ring, one step of each after the other: a GPU's last chunk left a slow consumer at least one
+// of the consumer's steps before the consumer took its own last one, so the consumer stops
+// after every other GPU, in every collective it slows (analysis/consumer_position.hpp).
 #pragma once
 
 #include <vector>
@@ -25,8 +37,9 @@
 
 namespace culprit {
 
-// Sums each rank's place into chain_place_* (observations.hpp), over the collectives of the
-// window where all of its node's GPUs of that communicator, three or more, recorded a stop.
+// Sums each rank's place into chain_place_* (observations.hpp), over the tree collectives of
+// the window where all of its node's GPUs of that communicator, three or more, recorded a stop;
+// over the other collectives, counts them and those where it stopped last (last_stop*).
 void measure_chain_places(const LocalData& data, const std::vector<CommWindow>& windows,
                           std::vector<GlobalCommRank>& ranks);
 

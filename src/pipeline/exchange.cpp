@@ -112,6 +112,10 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.chain_place_sq_sum = c.chain_place_sq_sum;
     seen.chain_place_samples = c.chain_place_samples;
   }
+  if (c.last_stop_samples > seen.last_stop_samples) {
+    seen.last_stop_samples = c.last_stop_samples;
+    seen.last_stops = c.last_stops;
+  }
   if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {
     seen.exit_shortfall_sum = c.exit_shortfall_sum;
     seen.exit_shortfall_sq_sum = c.exit_shortfall_sq_sum;

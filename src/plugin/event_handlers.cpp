@@ -1,5 +1,7 @@
 #include "plugin/event_handlers.hpp"
 
+#include <strings.h>
+
 #include <atomic>
 #include <cstdint>
 
@@ -38,7 +40,11 @@ void refresh_inflight(OpState* op) {
 
 // ---- collectives and p2p calls ----------------------------------------------------------------
 
-void* start_task(CommCtx* c, int rank, bool p2p, uint64_t seq, int peer) {
+// NCCL names its tree algorithm "Tree" (NVLS_TREE and the CollNet chain are other algorithms):
+// its GPUs of a node stop in their order along the node's chain, which the analysis reads.
+bool names_tree(const char* algo) { return algo != nullptr && strcasecmp(algo, "tree") == 0; }
+
+void* start_task(CommCtx* c, int rank, bool p2p, uint64_t seq, int peer, bool tree = false) {
   TaskState* t = g.pools.alloc_task();
   if (t == nullptr) {
     g.shard.count(&Header::dropped_tasks);
@@ -52,7 +58,7 @@ void* start_task(CommCtx* c, int rank, bool p2p, uint64_t seq, int peer) {
   e.seq = seq;
   e.start_ns = now;
   e.rank = rank;
-  e.flags = p2p ? (kCollValid | kCollP2p) : kCollValid;
+  e.flags = (p2p ? (kCollValid | kCollP2p) : kCollValid) | (tree ? uint32_t{kCollTree} : 0u);
   e.peer = peer;
   e.comm_slot = c->slot;
   ShardWriter::publish(&g.shard.colls[t->index], e);
@@ -241,7 +247,7 @@ void start_any_event(void* context, void** handle, D* d) {
   if (c == nullptr) return;
   switch (static_cast<uint64_t>(d->type)) {
     case NCP_EV_COLL:
-      *handle = start_task(c, d->rank, false, d->u.coll.seq_number, -1);
+      *handle = start_task(c, d->rank, false, d->u.coll.seq_number, -1, names_tree(d->u.coll.algo));
       break;
     case NCP_EV_P2P: {
       const bool send = d->u.p2p.func != nullptr && d->u.p2p.func[0] == 'S';

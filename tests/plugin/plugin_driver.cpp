@@ -92,7 +92,7 @@ void* FakeNccl::init(uint64_t comm_hash, const char* name, int n_nodes, int n_ra
 #define START_WITH(FILL) \
   with_descr(iface_, [&](auto& d) { return start(ctx, d); }, FILL)
 
-void* FakeNccl::start_coll(void* ctx, int rank, uint64_t seq, const char* func, int n_channels) {
+void* FakeNccl::start_coll(void* ctx, int rank, uint64_t seq, const char* func, int n_channels, const char* algo) {
   return START_WITH([&](auto& d) {
     d.type = NCP_EV_COLL;
     d.rank = rank;
@@ -102,7 +102,7 @@ void* FakeNccl::start_coll(void* ctx, int rank, uint64_t seq, const char* func, 
     d.u.coll.datatype = "ncclFloat32";
     d.u.coll.n_channels = static_cast<uint8_t>(n_channels);
     d.u.coll.n_warps = 16;
-    d.u.coll.algo = "RING";
+    d.u.coll.algo = algo;
     d.u.coll.proto = "SIMPLE";
   });
 }

@@ -39,7 +39,7 @@ class FakeNccl {
   void* init(uint64_t comm_hash, const char* name, int n_nodes, int n_ranks, int rank,
              int* mask_out = nullptr);
   void* start_coll(void* ctx, int rank, uint64_t seq, const char* func = "AllReduce",
-                   int n_channels = 2);
+                   int n_channels = 2, const char* algo = "RING");
   void* start_p2p(void* ctx, int rank, const char* func, int peer);
   void* start_group(void* ctx);
   void* start_proxy_op(void* ctx, void* parent, int rank, pid_t pid, int channel, int peer,

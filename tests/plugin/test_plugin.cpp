@@ -324,7 +324,8 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
       if (!ctx) return 10 + iface;
       void* api = n.start_raw_type(ctx, NCP_EV_COLL_API);  // v5+ only; ignored
       n.record(api, NCP_STATE_GROUP_END_API_START, 0, true);
-      void* coll = n.start_coll(ctx, iface, 40 + iface);
+      // The last interface's collective runs NCCL's tree: the shard says so.
+      void* coll = n.start_coll(ctx, iface, 40 + iface, "AllReduce", 2, iface == 6 ? "Tree" : "RING");
       void* kch = n.start_kernel_ch(ctx, coll, iface, 0, 5000 + iface);
       void* op = n.start_proxy_op(ctx, coll, iface, getpid(), 1, 0, 1, 512, false);
       receive_step(n, lib, ctx, op, iface, 0, t0);
@@ -367,6 +368,8 @@ TEST(PluginRecords, InterfacesV4V5V6AgreeAndPartsOfNcclThatAreNotRecordedAreHarm
   ASSERT_EQ(data.kernel_starts.size(), 3u);
   EXPECT_EQ(data.kernel_starts[2].start_gpu_clk_ns, 5006u);
   EXPECT_EQ(data.kernel_starts[2].stop_gpu_clk_ns, 9006u);
+  EXPECT_EQ(data.kernel_starts[0].tree, 0u);
+  EXPECT_EQ(data.kernel_starts[2].tree, 1u);
   EXPECT_EQ(data.inputs[0].layout, "v4");
 }
 

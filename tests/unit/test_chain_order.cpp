@@ -1,6 +1,7 @@
 // chain_order: a node's GPUs in their order along its chain, read from their places.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "analysis/chain_order.hpp"
@@ -50,6 +51,23 @@ TEST(ChainOrder, AGpuWithoutPlacesGivesNoOrder) {
   obs.comm_ranks[4].chain_place_sum = 0;
   const ProcessContext context(obs);
   EXPECT_TRUE(chain_order_of(obs, context, 1, kComm).empty());
+}
+
+// A ring's stops give no order but the GPU that stopped last of its node's every time.
+TEST(ChainOrder, TheGpuThatStoppedLastInEveryCollectiveIsFound) {
+  Observations obs = node_with_places({});
+  for (size_t i = 1; i < obs.comm_ranks.size(); ++i) obs.comm_ranks[i].last_stop_samples = 6;
+  obs.comm_ranks[3].last_stops = 6;
+  const ProcessContext context(obs);
+  EXPECT_EQ(last_to_stop(obs, context, 1, kComm), std::optional<uint32_t>(3));
+  EXPECT_EQ(last_to_stop(obs, context, 0, kComm), std::nullopt);  // nodeA recorded no stops
+  obs.comm_ranks[3].last_stops = 5;
+  obs.comm_ranks[2].last_stops = 1;
+  EXPECT_EQ(last_to_stop(obs, context, 1, kComm), std::nullopt);
+  // Two collectives are too few to say.
+  for (GlobalCommRank& c : obs.comm_ranks) c.last_stop_samples = c.last_stops = 0;
+  obs.comm_ranks[2].last_stop_samples = obs.comm_ranks[2].last_stops = 2;
+  EXPECT_EQ(last_to_stop(obs, context, 1, kComm), std::nullopt);
 }
 
 }  // namespace

@@ -19,10 +19,12 @@ struct Node {
   Node() {
     test::add_node_gpus(data, ranks, "n0", kComm, 4);
   }
-  // Collective `seq`: rank r ran from start to stops[r] on the node's GPU clock.
-  void collective(uint64_t seq, const std::vector<uint64_t>& stops) {
+  // Collective `seq` of NCCL's tree (or `tree` false: a ring): rank r ran from start to
+  // stops[r] on the node's GPU clock.
+  void collective(uint64_t seq, const std::vector<uint64_t>& stops, bool tree = true) {
     for (size_t r = 0; r < stops.size(); ++r) {
       KernelStartRecord k;
+      k.tree = tree ? 1 : 0;
       k.comm_hash = kComm;
       k.seq = seq;
       k.process = static_cast<uint32_t>(r);
@@ -49,6 +51,7 @@ TEST(ChainPlaces, EachGpusPlaceIsHowManyOfItsNodeStoppedBeforeIt) {
   EXPECT_DOUBLE_EQ(node.mean_place(3), 2.0);
   EXPECT_DOUBLE_EQ(node.mean_place(1), 3.0);
   EXPECT_DOUBLE_EQ(node.ranks[1].chain_place_sq_sum, 18.0);
+  EXPECT_EQ(node.ranks[1].last_stop_samples, 0u);  // a tree's stops are places
 }
 
 TEST(ChainPlaces, ACollectiveSomeGpuRecordedNoStopOfGivesNoPlaces) {
@@ -66,6 +69,24 @@ TEST(ChainPlaces, ANodeOfTwoGpusHasItsEndsOnly) {
   node.collective(1, {1'408'000, 1'424'000});
   measure_chain_places(node.data, {}, node.ranks);
   EXPECT_EQ(node.ranks[0].chain_place_samples, 0u);
+}
+
+// A ring 4x8x1 with a slow consumer (fresh seed 11091) stopped its node's GPUs in one order in
+// every collective, the slow one last: not the chain's order, so not read as one; which GPU
+// stopped last is counted.
+TEST(ChainPlaces, ARingsStopsGiveNoPlacesButWhichGpuStoppedLast) {
+  Node node;
+  node.collective(1, {1'100'000, 1'853'000, 1'859'000, 1'774'000}, false);
+  node.collective(2, {2'100'000, 2'859'000, 2'864'000, 2'769'000}, false);
+  node.collective(3, {3'100'000, 3'869'000, 3'862'000, 3'770'000}, false);
+  measure_chain_places(node.data, {}, node.ranks);
+  for (const GlobalCommRank& r : node.ranks) {
+    EXPECT_EQ(r.chain_place_samples, 0u);
+    EXPECT_EQ(r.last_stop_samples, 3u);
+  }
+  EXPECT_EQ(node.ranks[2].last_stops, 2u);
+  EXPECT_EQ(node.ranks[1].last_stops, 1u);
+  EXPECT_EQ(node.ranks[0].last_stops + node.ranks[3].last_stops, 0u);
 }
 
 TEST(ChainPlaces, OnlyTheWindowsCollectivesCount) {

@@ -157,6 +157,31 @@ TEST(ConsumerPosition, GpusTheLagsCannotTellApartShareTheScore) {
   EXPECT_DOUBLE_EQ(ring.evidence[placed[0].placed].identified_share, 0.5);
 }
 
+// A ring's slow consumer stops last of its node's GPUs in every collective it slows
+// (pipeline/chain_places.hpp). Measured: a ring 8x8x2 whose 2.04x consumer cost 34 % stopped
+// last in eight collectives of eight (fresh seed 11093).
+TEST(ConsumerPosition, InARingTheGpuThatStopsLastEveryTimeIsTheSlowConsumer) {
+  Ring ring;
+  ring.entry_lags(3, {0.4, 0.1, 0.6, 0.3, 0.2, 0.5, 0.2, 0.3});  // not the entry: 4 or 5
+  for (uint32_t p : {3u, 4u, 5u}) ring.rank(p).last_stop_samples = 8;
+  ring.rank(4).last_stops = 8;
+  std::vector<ConsumerPlacement> placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 4u);
+  EXPECT_EQ(placed[0].left, 1u);
+  // Last in seven collectives of eight: no GPU is placed, the two left share the score.
+  ring.rank(4).last_stops = 7;
+  ring.rank(5).last_stops = 1;
+  placed = ring.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].left, 2u);
+  // The entry itself last every time is not one of the GPUs left (it passes its data on).
+  ring.rank(4).last_stops = 0;
+  ring.rank(5).last_stops = 0;
+  ring.rank(3).last_stops = 8;
+  EXPECT_EQ(ring.place()[0].left, 2u);
+}
+
 // A tree node of five GPUs (nodeB: 1-5) whose chain, by the order the GPUs end their
 // collectives, is 5 4 3 2 1: 1 meets the children and receives their data (its receives slow
 // to consume), which leaves at 5. Its lags as the entry: `lags`.

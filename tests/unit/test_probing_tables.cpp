@@ -113,7 +113,7 @@ const char* kCollPerfHeader =
 TEST_P(ProbingTables, CollPerfRowsAreTheKernelClock) {
   std::string text = std::string(kCollPerfHeader) + "\n" +
       "1765223116930000000,3,0,0,3,12715772615376301750,8,AllReduce,5,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,2000000,15000,kernel_gpu,2.097152,0\n"
-      "1765223116950000000,3,0,0,3,12715772615376301750,8,AllReduce,6,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,2500000,15000,kernel_gpu,1.6777216,0\n"
+      "1765223116950000000,3,0,0,3,12715772615376301750,8,AllReduce,6,0,-1,1048576,4194304,ncclFloat32,Tree,SIMPLE,2,2500000,15000,kernel_gpu,1.6777216,0\n"
       "1765223116960000000,3,0,0,3,12715772615376301750,8,Send,0,1,4,1024,4096,ncclFloat32,,SIMPLE,1,300000,9000,proxy,0.013653,0\n"
       "1765223116970000000,3,0,0,3,12715772615376301750,8,AllReduce,7,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,0,15000,enqueue,0,0\n"
       "1765223116980000000,3,0,0,3,12715772615376301750,8,AllReduce,8,0,-1,1048576,4194304,ncclFloat32,RING,SIMPLE,2,900000,15000,kernel_ch,4.6,3\n"
@@ -139,6 +139,8 @@ TEST_P(ProbingTables, CollPerfRowsAreTheKernelClock) {
   EXPECT_EQ(k.start_gpu_clk_ns, 1765223116930000000ull - 2000000);
   EXPECT_EQ(k.stop_gpu_clk_ns, 1765223116930000000ull);
   EXPECT_EQ(d.kernel_starts[2].is_p2p, 1);
+  EXPECT_EQ(k.tree, 0);  // RING
+  EXPECT_EQ(d.kernel_starts[1].tree, 1);  // Tree: its stops may give the node's chain order
   ASSERT_EQ(d.comm_ranks.size(), 1u);
   EXPECT_EQ(d.comm_ranks[0].newest_seq, 9u);
   EXPECT_EQ(d.processes.at(k.process).rank, 3);

@@ -149,6 +149,23 @@ TEST(TraceReader, SumsPhasesPerProxyOp) {
   ASSERT_EQ(d.kernel_starts.size(), 1u);
   EXPECT_EQ(d.kernel_starts[0].start_gpu_clk_ns, 1765223116927674080ull);
   EXPECT_EQ(d.kernel_starts[0].is_p2p, 0u);
+  EXPECT_EQ(d.kernel_starts[0].tree, 0u);  // RING
+}
+
+// A tree's kernels stop in the order of the node's chain (pipeline/chain_places.hpp), a ring's
+// do not: the reader keeps which algorithm ran, under NCCL's name and the example profiler's.
+TEST(TraceReader, KernelOfATreeCollectiveIsMarked) {
+  for (const char* name : {"TREE", "Tree"}) {
+    std::string text = kGoodTrace;
+    const size_t at = text.find("\"RING\"");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 6, std::string("\"") + name + "\"");
+    LocalData d = read(text);
+    ASSERT_EQ(d.kernel_starts.size(), 1u);
+    EXPECT_EQ(d.kernel_starts[0].tree, 1u) << name;
+  }
+  EXPECT_FALSE(names_tree_algorithm("NVLS_TREE"));
+  EXPECT_FALSE(names_tree_algorithm(""));
 }
 
 // A host that runs ahead: the receive's data lands before the kernel reaches the collective,
