@@ -134,7 +134,11 @@ TEST(Exchange, EveryFixedFieldOfACommRankTravels) {
   c.op_time_sum_ns = 5555;
   c.op_samples = 6;
   c.busy_sum_ns = 987654321;
+  c.last_stop_samples = 8;
+  c.last_stops = 7;
   const GlobalCommRank back = unpack_node_summary(pack_node_summary(s)).comm_ranks[0];
+  EXPECT_EQ(back.last_stop_samples, 8u);
+  EXPECT_EQ(back.last_stops, 7u);
   EXPECT_EQ(back.kernel_late_sum_ns, -123);
   EXPECT_EQ(back.kernel_samples, 4u);
   EXPECT_EQ(back.op_time_sum_ns, 5555u);
@@ -161,6 +165,8 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   more.op_samples = 2;
   more.op_time_sum_ns = 222;
   more.busy_sum_ns = 77;
+  more.last_stop_samples = 5;  // the first report has none: these come through
+  more.last_stops = 5;
   s.comm_ranks.push_back(more);
   auto comm = make_serial_communicator();
   Observations obs;
@@ -180,6 +186,8 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   EXPECT_EQ(c.op_samples, 2u);
   EXPECT_EQ(c.op_time_sum_ns, 222u);
   EXPECT_EQ(c.busy_sum_ns, 77u);
+  EXPECT_EQ(c.last_stop_samples, 5u);
+  EXPECT_EQ(c.last_stops, 5u);
 }
 
 TEST(Exchange, InflightRecordWithABadProcessIsRejected) {
