@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -79,14 +80,15 @@ bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
   return straight && significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
 }
 
-std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm) const {
+std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm,
+                                                                const std::set<uint32_t>& held_beyond) const {
   const auto straight = straight_for(receiver, comm);
   if (!straight) return std::nullopt;
   // In ns: a collective whose pace at the entry was unusual reads long or short in its steps.
   std::optional<double> highest_ns;
   size_t others = 0;
   for (const Entry& e : entries_.at(comm))
-    if (e.process != receiver && e.lag.samples >= kMinSamples) {
+    if (e.process != receiver && e.lag.samples >= kMinSamples && !held_beyond.count(e.process)) {
       highest_ns = std::max(highest_ns.value_or(e.lag_ns.mean), e.lag_ns.mean);
       ++others;
     }
@@ -123,6 +125,8 @@ BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<Edge
     if (f.p2p || !f.view.has_recv || f.src == f.dst || context.host_of(f.src) == context.host_of(f.dst)) continue;
     receive_steps[{f.dst, obs.edges[i].key.comm_hash}] += static_cast<double>(obs.edges[i].recv_steps);
   }
+  for (const auto& [key, p] : context.rank_map())
+    if (held.count({context.host_of(p), key.first})) held_gpus[key.first].insert(p);
 }
 
 void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& receivers, double cycle_ns,
@@ -136,7 +140,9 @@ void take_hold_behind_backlog(const BacklogReadings& r, const ReceiverPeers& rec
     // No peers' holds to measure it by (a tree's only interior node; buffers after the entry
     // long enough to take the backlog whole): the backlog alone, where it is no healthy
     // passage's and the data did not pass the node in time.
-    const std::optional<BacklogAboveAll> above = r.passages.backlog_above_all(f.dst, key.comm_hash);
+    auto held_gpus = r.held_gpus.find(key.comm_hash);
+    const std::optional<BacklogAboveAll> above = r.passages.backlog_above_all(
+        f.dst, key.comm_hash, held_gpus == r.held_gpus.end() ? std::set<uint32_t>{} : held_gpus->second);
     auto steps = r.receive_steps.find({f.dst, key.comm_hash});
     if (!above || steps == r.receive_steps.end() || r.lanes.delivered_past_receiver(connection, r.config)) return;
     hold = {above->window_ns / steps->second, above->margin};

@@ -85,8 +85,11 @@ class EntryPassages {
   // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near. Judged in
   // ns, a buffer at the entry's mean pace: the lag of a collective whose pace at the entry was
   // unusual reads long or short in its own steps (a ring entry's eight collectives read 23-27
-  // steps and one 69, at a third of the others' time per step; in ns, 819-1081 us).
-  std::optional<BacklogAboveAll> backlog_above_all(uint32_t receiver, uint64_t comm) const;
+  // steps and one 69, at a third of the others' time per step; in ns, 819-1081 us). Entries in
+  // `held_beyond` (on nodes held from beyond, NodesHeldFromBeyond) are no reference: their
+  // node's buffers fill from beyond it whatever its GPUs do, so their lags are no passage.
+  std::optional<BacklogAboveAll> backlog_above_all(uint32_t receiver, uint64_t comm,
+                                                   const std::set<uint32_t>& held_beyond = {}) const;
 
  private:
   struct Entry {
@@ -117,6 +120,8 @@ struct BacklogReadings {
   AttributionConfig config;
   // (receiver, comm) -> the steps of its collective network receives.
   std::map<std::pair<uint32_t, uint64_t>, double> receive_steps;
+  // comm -> its GPUs on the nodes `held` names.
+  std::map<uint64_t, std::set<uint32_t>> held_gpus;
 };
 
 // Marks `f`, connection `connection` of the facts the readings were built from (a collective

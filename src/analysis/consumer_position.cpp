@@ -22,6 +22,12 @@ namespace {
 constexpr double kHoldBound = -1;
 constexpr double kPassBound = 0;
 constexpr double kSlots = kSlotsPerConnection;
+// A backlog counts whole buffers, one per GPU between the entry and the slow one. One that lies
+// more than a quarter of a buffer from a whole number of them says nothing of how far: a buffer
+// after the slow GPU only partly full, or the slow GPU's own queue (a 3.14x consumer five GPUs
+// after the up-entry of a tree 10x8x2 under LL, 18 % slower, fresh seed 11105, left 4.55
+// buffers; rounded, the GPU after it was named at 0.98).
+constexpr double kWholeBuffersSlack = 0.25;
 
 // What the lags say of one GPU.
 struct Reading {
@@ -83,7 +89,8 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
 // of a tree 22x5x2 under LL128, 97 % slower: the entry held 1462 us a step, its lag 0.18
 // steps). Every communicator whose order is read must point at the same GPU, one of those left
 // and inside the chain (the exit has its own reading). A lag between says nothing of how far:
-// a buffer after the next GPU only partly full, or a straight passage read long.
+// a buffer after the next GPU only partly full, or a straight passage read long; nor does a
+// backlog between two whole numbers of buffers (kWholeBuffersSlack).
 std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context,
                                         const EntryPassages& passages, uint32_t named,
                                         const std::set<uint64_t>& comms, const std::vector<uint32_t>& left) {
@@ -94,6 +101,8 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
     if (order.empty() || (!backlog && !passages.no_backlog_after(named, comm))) continue;
     const size_t at = static_cast<size_t>(std::find(order.begin(), order.end(), named) - order.begin());
     const size_t last = order.size() - 1;
+    if (backlog && std::fabs(*backlog / kSlots - std::round(*backlog / kSlots)) > kWholeBuffersSlack)
+      return std::nullopt;
     const auto p = static_cast<size_t>(1 + (backlog ? std::lround(*backlog / kSlots) : 0));
     if ((at != 0 && at != last) || p >= last) return std::nullopt;
     const uint32_t target = order[at == 0 ? p : last - p];

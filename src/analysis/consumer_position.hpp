@@ -22,7 +22,8 @@
 // One GPU that holds or is full is placed; else, where all but one GPU pass on, that one.
 // Where several remain and the named one passes on with a backlog after it
 // (backlog_inside_node.hpp), the backlog's length along the node's chain (chain_order.hpp)
-// names the GPU; with no backlog (its lag within a quarter of a buffer of the straight
+// names the GPU, where it lies within a quarter of a buffer of a whole number of buffers (one
+// per GPU between); with no backlog (its lag within a quarter of a buffer of the straight
 // passage) the next GPU along the chain is: an entry held at all is held behind full buffers
 // up to the slow GPU. In a ring, whose stops give no chain order, the GPU that stopped last of
 // the node's in every collective is the slow one: a ring's slow consumer takes the last step of

@@ -191,9 +191,16 @@ TEST(BacklogInsideNode, ABacklogABufferAboveEveryOtherEntryIsSlowConsumptionWith
   EXPECT_NEAR(f.anomaly[kRecvGpuWait], (own.mean - 0.275) * 20'000 * 8 / kSteps, 1);
   EXPECT_NEAR(f.margin[kRecvGpuWait], (own.mean - 0.29) / (8 + noise_at_tail(own)), 1e-9);
   EXPECT_GT(f.margin[kRecvGpuWait], 3);
-  // Another entry within a buffer of it (held from beyond, or a passage as long): no backlog of
-  // its own by this alone.
+  // Another entry within a buffer of it (a passage as long): no backlog of its own by this alone.
   EXPECT_FALSE(interior(33.0).judge(3).slow_consume);
+  // Unless that entry's node is held from beyond (its GPU 5 sends waiting for credit): its
+  // buffers fill from beyond whatever its GPUs do, and its lag is no passage. Measured: an LL
+  // tree 12x8x4 whose 4.96x consumer sat five GPUs after an up-entry (253 % slower, fresh seed
+  // 11105) read 31.6 steps there, 55 at the up-entries of four nodes whose sends waited for
+  // credit, and 0.9-2.5 at every other entry; it was named by nobody.
+  Tree beside_held = interior(33.0);
+  beside_held.obs.edges[4].phase_ns[kSendPeerWait] = 200'000 * kSteps;
+  EXPECT_TRUE(beside_held.judge(3).slow_consume);
   // Without two other entries to set it against, nothing.
   Tree alone;
   alone.entry_lags(3, {38.1, 40.2, 37.5, 39.9, 41.0, 36.8, 39.3, 39.4});

@@ -235,6 +235,20 @@ TEST(ConsumerPosition, TheLagsDistanceAlongTheNodesChainNamesAGpuInsideIt) {
   EXPECT_EQ(placed[0].left, 4u);
 }
 
+// A backlog between two whole buffers says nothing of how far either: a buffer after the
+// slow GPU only partly full, or the slow GPU's own queue. Measured: a 3.14x consumer five GPUs
+// after the up-entry of a tree 10x8x2 under LL (18 % slower, fresh seed 11105) left a backlog of
+// 36.4 steps, 4.55 buffers; rounded, it named the GPU after the slow one at 0.98.
+TEST(ConsumerPosition, ABacklogBetweenWholeBuffersSaysNothingOfHowFar) {
+  std::vector<ConsumerPlacement> placed = TreeNode({20.2, 19.8, 20.5, 19.9, 20.1}).place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].left, 4u);
+  placed = TreeNode({17.5, 17.7, 17.6, 17.4, 17.8}).place();  // 2.2 buffers: within a quarter
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 4u);
+  EXPECT_EQ(placed[0].left, 1u);
+}
+
 // An entry held at all is held behind full buffers up to the slow GPU: with no backlog (its lag
 // the passage's, under half a buffer), the slow GPU is the next one. Measured: a 3.95x consumer
 // right after the entry of a tree 22x5x2 under LL128 (97 % slower), its entry's lag 0.18 steps.
