@@ -1,6 +1,7 @@
 #include "analysis/backlog_inside_node.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -18,6 +19,14 @@ constexpr double kNoBacklogBound = kSlotsPerConnection / 4.0;
 // Fewer others than this measure no straight passage: the table's, 0, stands in.
 constexpr size_t kMinOtherEntries = 2;
 constexpr uint32_t kMinSamples = 3;
+// A turn crosses the slow GPU twice: up, behind the buffers it fills, and down again, where the
+// data comes at the pace the slow GPU sets and its queue wanders from one collective to the
+// next (a critically loaded queue). A turn whose lags spread by more than a quarter of a buffer
+// carries such a queue, and its backlog says nothing of how far: a 4.76x consumer two GPUs up
+// the chain of a root of six (a tree 4x6x2, 17 % slower, fresh seed 11115) read 12.6-25.8
+// steps, 1.9 buffers on average, and the GPU after it was named at 0.98. Settled turns spread
+// 0.2-1.1 steps.
+constexpr double kSettledTurnSpread = kSlotsPerConnection / 4.0;
 
 // A backlog only adds to a passage, and many entries of a job one fault paces carry one (held
 // from beyond their node, every buffer of it full): the straight passage is at the bottom of
@@ -35,6 +44,7 @@ double lower_quartile(std::vector<double>& values) {
 }  // namespace
 
 EntryPassages::EntryPassages(const Observations& obs) {
+  for (const GlobalProcess& p : obs.processes) hosts_.push_back(p.host);
   struct Sums {
     double sum = 0, sq = 0, ns = 0, ns_sq = 0, step_ns = 0;
     uint32_t samples = 0;
@@ -53,6 +63,33 @@ EntryPassages::EntryPassages(const Observations& obs) {
   for (const auto& [key, s] : sums)
     entries_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples),
                                    summarize(s.ns, s.ns_sq, s.samples), s.step_ns / s.samples});
+  std::map<std::pair<uint64_t, uint32_t>, Sums> turn_sums;  // (comm, process)
+  for (const GlobalCommRank& c : obs.comm_ranks) {
+    if (c.loop_lag_samples == 0) continue;
+    Sums& s = turn_sums[{c.comm_hash, c.process}];
+    s.sum += c.loop_lag_sum;
+    s.sq += c.loop_lag_sq_sum;
+    s.samples += c.loop_lag_samples;
+  }
+  for (const auto& [key, s] : turn_sums)
+    turns_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples), {}, 0});
+}
+
+std::optional<double> EntryPassages::measured_straight(uint64_t comm) const {
+  auto entries = entries_.find(comm);
+  if (entries == entries_.end()) return std::nullopt;
+  std::vector<double> passing;
+  for (const Entry& e : entries->second)
+    if (e.lag.samples >= kMinSamples && e.lag.mean >= 0) passing.push_back(e.lag.mean);
+  if (passing.size() < kMinOtherEntries) return std::nullopt;
+  return lower_quartile(passing);
+}
+
+bool EntryPassages::reads_turn(uint32_t receiver, uint64_t comm) const {
+  auto entries = entries_.find(comm);
+  const bool entry = entries != entries_.end() && std::ranges::find(entries->second, receiver, &Entry::process) !=
+                                                      entries->second.end();
+  return !entry && straight_turn(receiver, comm).has_value();
 }
 
 std::optional<std::pair<double, const EntryPassages::Entry*>> EntryPassages::straight_for(uint32_t receiver,
@@ -65,8 +102,33 @@ std::optional<std::pair<double, const EntryPassages::Entry*>> EntryPassages::str
     if (e.process == receiver) own = &e;
     else if (e.lag.samples >= kMinSamples && e.lag.mean >= 0) others.push_back(e.lag.mean);
   }
-  if (!own) return std::nullopt;
-  return std::make_pair(others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0, own);
+  if (own) return std::make_pair(others.size() >= kMinOtherEntries ? lower_quartile(others) : 0.0, own);
+  const std::optional<double> passage = straight_turn(receiver, comm);
+  if (!passage) return std::nullopt;
+  return std::make_pair(*passage, &*std::ranges::find(turns_.at(comm), receiver, &Entry::process));
+}
+
+std::optional<double> EntryPassages::straight_turn(uint32_t receiver, uint64_t comm) const {
+  auto turns = turns_.find(comm);
+  if (turns == turns_.end()) return std::nullopt;
+  const auto turn = std::ranges::find(turns->second, receiver, &Entry::process);
+  if (turn == turns->second.end() || turn->lag.samples < kMinSamples ||
+      turn->lag.se * std::sqrt(static_cast<double>(turn->lag.samples)) > kSettledTurnSpread)
+    return std::nullopt;
+  return turn_passage(comm, hosts_.at(receiver));
+}
+
+std::optional<double> EntryPassages::turn_passage(uint64_t comm, const std::string& host) const {
+  // A backlog only lengthens a passage, so each estimate errs long (the entries of a tree of
+  // three nodes of two GPUs, paced by a slow GPU, read 2.3 steps where the turns read 0.5):
+  // the least of them stands.
+  std::optional<double> least;
+  if (const std::optional<double> straight = measured_straight(comm)) least = 2 * *straight;
+  auto turns = turns_.find(comm);
+  for (const Entry& e : turns == turns_.end() ? std::vector<Entry>{} : turns->second)
+    if (e.lag.samples >= kMinSamples && hosts_.at(e.process) != host)
+      least = std::min(least.value_or(e.lag.mean), e.lag.mean);
+  return least;
 }
 
 std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t comm) const {
@@ -83,7 +145,7 @@ bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
 std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm,
                                                                 const std::set<uint32_t>& held_beyond) const {
   const auto straight = straight_for(receiver, comm);
-  if (!straight) return std::nullopt;
+  if (!straight || straight->second->step_ns <= 0) return std::nullopt;  // a turn has no lags in ns
   // In ns: a collective whose pace at the entry was unusual reads long or short in its steps.
   std::optional<double> highest_ns;
   size_t others = 0;

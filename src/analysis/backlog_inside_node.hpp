@@ -76,8 +76,20 @@ class EntryPassages {
   explicit EntryPassages(const Observations& obs);
   // Whether `receiver`'s lags as an entry in `comm` show a backlog after it on its node.
   bool backlog_after(uint32_t receiver, uint64_t comm) const { return backlog_steps(receiver, comm).has_value(); }
-  // That backlog, in steps beyond the straight passage, where there is one.
+  // That backlog, in steps beyond the straight passage, where there is one. A GPU where a tree's
+  // data turns back (loop_lag_*, pipeline/passage_lag.hpp) is read as an entry too, beyond a
+  // straight turn (turn_passage; no table's value stands in).
   std::optional<double> backlog_steps(uint32_t receiver, uint64_t comm) const;
+  // The one-way straight passage of `comm`, measured from two or more of its entries that pass
+  // their data on.
+  std::optional<double> measured_straight(uint64_t comm) const;
+  // The straight turn that `receiver`'s turn in `comm` is read against (turn_passage), where
+  // it turns the data back there and its lags are settled (spread by a quarter of a buffer at
+  // most: a turn crosses the slow GPU a second time on the way down, where a queue wanders).
+  std::optional<double> straight_turn(uint32_t receiver, uint64_t comm) const;
+  // Whether `receiver`'s lags as an entry in `comm` are a turn's, read (straight_turn), and
+  // no one-way entry's.
+  bool reads_turn(uint32_t receiver, uint64_t comm) const;
   // Whether `receiver`'s lags as an entry in `comm` stand below the straight passage plus a
   // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node.
   bool no_backlog_after(uint32_t receiver, uint64_t comm) const;
@@ -94,12 +106,18 @@ class EntryPassages {
  private:
   struct Entry {
     uint32_t process = 0;
-    LagSummary lag, lag_ns;  // in steps of its pace, and in ns
-    double step_ns = 0;      // its mean time per step
+    LagSummary lag, lag_ns;  // in steps of its pace, and in ns (not for a turn)
+    double step_ns = 0;      // its mean time per step (not for a turn)
   };
-  // The straight passage of `comm` for `receiver`, and its own entry, if it is one.
+  // The straight passage of `comm` for `receiver`, and its own entry, if it is one; else, if
+  // it turns the data back, a straight turn and its turn.
   std::optional<std::pair<double, const Entry*>> straight_for(uint32_t receiver, uint64_t comm) const;
+  // A straight turn of `comm` for a GPU on `host`: the chain crossed up and back, the least of
+  // twice the measured straight passage and the turns of other nodes (the other tree's root).
+  std::optional<double> turn_passage(uint64_t comm, const std::string& host) const;
   std::map<uint64_t, std::vector<Entry>> entries_;  // per communicator
+  std::map<uint64_t, std::vector<Entry>> turns_;    // per communicator: lags from a turn, in steps
+  std::vector<std::string> hosts_;                  // per process
 };
 
 // The (host, communicator) pairs where a GPU's network sends wait for their receivers' credit

@@ -36,8 +36,11 @@ struct Reading {
   bool positive() const { return (holds || (full && !held_beyond)) && !passes; }
 };
 
-Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint64_t>& comms,
-                  const std::set<uint64_t>& long_comms) {
+// A GPU where a tree's data turns back reads as an entry once its lags lose half a straight
+// turn (its passage crosses the chain twice): shifted, S (p - 1) above half a straight turn with
+// the slow GPU p GPUs up the chain, or below 0 where it holds its slots.
+Reading read_lags(const Observations& obs, const EntryPassages& passages, uint32_t process,
+                  const std::set<uint64_t>& comms, const std::set<uint64_t>& long_comms) {
   double e_sum = 0, e_sq = 0, x_sum = 0, x_sq = 0;
   uint32_t e_n = 0, x_n = 0;
   for (const GlobalCommRank& c : obs.comm_ranks) {
@@ -45,6 +48,12 @@ Reading read_lags(const Observations& obs, uint32_t process, const std::set<uint
     e_sum += c.entry_lag_sum;
     e_sq += c.entry_lag_sq_sum;
     e_n += c.entry_lag_samples;
+    if (const std::optional<double> turn = passages.straight_turn(process, c.comm_hash)) {
+      const double n = c.loop_lag_samples, half = *turn / 2;
+      e_sum += c.loop_lag_sum - n * half;
+      e_sq += c.loop_lag_sq_sum - 2 * half * c.loop_lag_sum + n * half * half;
+      e_n += c.loop_lag_samples;
+    }
     // With two GPUs the exit's backlog is the entry's lag: no second reading.
     if (!long_comms.count(c.comm_hash)) continue;
     x_sum += c.exit_shortfall_sum;
@@ -88,7 +97,10 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
 // passage (no backlog) that GPU is the next one, p = 1 (a 3.95x consumer right after the entry
 // of a tree 22x5x2 under LL128, 97 % slower: the entry held 1462 us a step, its lag 0.18
 // steps). Every communicator whose order is read must point at the same GPU, one of those left
-// and inside the chain (the exit has its own reading). A lag between says nothing of how far:
+// and inside the chain (the exit has its own reading), or, where the entry turns a tree's data
+// back at its root, up to the chain's top (a 2.88x consumer on the top GPU of a root node of a
+// tree 10x5x2 under LL, 47 % slower, fresh seed 11105: its turn read 24.2 steps, twice the
+// straight passage 0.9 plus 22.4, 2.8 buffers, p = 4). A lag between says nothing of how far:
 // a buffer after the next GPU only partly full, or a straight passage read long; nor does a
 // backlog between two whole numbers of buffers (kWholeBuffersSlack).
 std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context,
@@ -104,7 +116,9 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
     if (backlog && std::fabs(*backlog / kSlots - std::round(*backlog / kSlots)) > kWholeBuffersSlack)
       return std::nullopt;
     const auto p = static_cast<size_t>(1 + (backlog ? std::lround(*backlog / kSlots) : 0));
-    if ((at != 0 && at != last) || p >= last) return std::nullopt;
+    // Where the data turns back, the far end of the chain is its top, no exit with a reading.
+    const size_t farthest = passages.reads_turn(named, comm) ? last : last - 1;
+    if ((at != 0 && at != last) || p > farthest) return std::nullopt;
     const uint32_t target = order[at == 0 ? p : last - p];
     if (found && *found != target) return std::nullopt;
     found = target;
@@ -156,7 +170,7 @@ ConsumerPlacement place_one(const Observations& obs, const std::vector<EdgeFacts
   std::vector<std::string> readings;
   bool holds = false;
   for (uint32_t p : gpus) {
-    Reading r = read_lags(obs, p, comms, long_comms);
+    Reading r = read_lags(obs, nodes.passages, p, comms, long_comms);
     r.held_beyond = r.full && held_beyond(obs, facts, p, comms);
     readings.push_back(describe(context, p, r));
     if (r.positive()) {

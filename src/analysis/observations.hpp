@@ -81,6 +81,14 @@ struct CommRankFixed {
   double exit_shortfall_sq_sum = 0;
   uint32_t entry_lag_samples = 0;
   uint32_t exit_shortfall_samples = 0;
+  // As the GPU where a tree's data turns back (its root's GPU that meets the child: the network
+  // receive and send of a tree channel are both its own), the time from freeing a slot to
+  // sending that step's data back down to the child, in steps of the receive's pace, summed
+  // over the window's (collective, channel) samples: a passage up the node's chain and back
+  // (pipeline/passage_lag.hpp).
+  double loop_lag_sum = 0;
+  double loop_lag_sq_sum = 0;
+  uint32_t loop_lag_samples = 0;
   // Its place along its node's chain (pipeline/chain_places.hpp): in each collective of the
   // window, how many of its node's GPUs of the communicator stopped their kernel before it,
   // summed over the collectives where all of them recorded a stop.

@@ -116,6 +116,11 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.last_stop_samples = c.last_stop_samples;
     seen.last_stops = c.last_stops;
   }
+  if (c.loop_lag_samples > seen.loop_lag_samples) {
+    seen.loop_lag_sum = c.loop_lag_sum;
+    seen.loop_lag_sq_sum = c.loop_lag_sq_sum;
+    seen.loop_lag_samples = c.loop_lag_samples;
+  }
   if (c.exit_shortfall_samples > seen.exit_shortfall_samples) {
     seen.exit_shortfall_sum = c.exit_shortfall_sum;
     seen.exit_shortfall_sq_sum = c.exit_shortfall_sq_sum;

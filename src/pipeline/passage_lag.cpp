@@ -88,6 +88,29 @@ std::vector<Passage> passages_of(const ChannelEnds& ends, int gpus) {
   return {{receive_of[0], send_of[1], 0}, {receive_of[1], send_of[0], 0}};
 }
 
+// Where a tree's data turns back: every network receive and send of the channel on the node is
+// one process's (a chain that meets the network at one end only). At the tree's root that GPU
+// meets the child: what it receives goes up the node's chain to the top and comes back down to
+// it, as the same step, to be sent to the child. A leaf's GPU meets its parent the same way, but
+// there the data sent up (step k) must reach the root and come back before the parent's data of
+// step k arrives: its send of a step comes before its free of that step, always. So only a
+// channel whose every collective of the window reads a positive lag is a turn.
+const HandoffLine* turning_receive(const ChannelEnds& ends) {
+  if (ends.receives.empty() || ends.sends.empty()) return nullptr;
+  const uint32_t process = ends.receives[0]->process;
+  for (const auto* side : {&ends.receives, &ends.sends})
+    for (const HandoffLine* line : *side)
+      if (line->process != process) return nullptr;
+  return ends.receives[0];
+}
+
+// The lags of one channel's turn on a node, per collective, until every one is known positive.
+struct TurnSamples {
+  int32_t rank = -1;
+  bool one_rank = true;  // the same GPU turned the data in every collective
+  std::vector<double> lags;
+};
+
 // Sums one passage's lag into its entry's entry_lag_* and its exit's exit_shortfall_*.
 void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double lag, int gpus,
                     std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*>& by_rank) {
@@ -106,6 +129,18 @@ void add_lag_sample(const HandoffLine& entry, const HandoffLine& exit, double la
     it->second->exit_shortfall_sq_sum += shortfall * shortfall;
     it->second->exit_shortfall_samples += 1;
   }
+}
+
+// One collective's lag at a turn: from the receive freeing step k to the send handing step k
+// back to the proxy, in steps of the receive's pace. Both are one process's, on one clock.
+void add_turn_sample(const HandoffLine& receive, const HandoffLine& send, TurnSamples& turn) {
+  if (receive.ns_per_step <= 0) return;
+  const double k = receive.step_mean;
+  const double lag = static_cast<double>((handoff_at(send, k, 0) - handoff_at(receive, k, 0)) / receive.ns_per_step);
+  if (!std::isfinite(lag)) return;
+  if (turn.rank != -1 && turn.rank != receive.rank) turn.one_rank = false;
+  turn.rank = receive.rank;
+  turn.lags.push_back(lag);
 }
 
 }  // namespace
@@ -127,9 +162,21 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
   std::map<std::pair<uint64_t, int32_t>, GlobalCommRank*> by_rank;
   for (GlobalCommRank& r : ranks) by_rank[{r.comm_hash, r.rank}] = &r;
 
+  // The tree collectives of the node (KernelStartRecord::tree): only a tree's data turns back.
+  std::set<std::pair<uint64_t, uint64_t>> tree_collectives;
+  for (const KernelStartRecord& k : data.kernel_starts)
+    if (k.tree && !k.is_p2p) tree_collectives.insert({k.comm_hash, k.seq});
+  // (host, comm, channel) -> the lags of the GPU where its data turns.
+  std::map<std::tuple<std::string, uint64_t, int32_t>, TurnSamples> turns;
+
   for (const auto& [key, ends] : channels) {
     const auto gpus = static_cast<int>(node_ranks[{std::get<0>(key), std::get<1>(key)}].size());
     if (gpus < 2) continue;
+    if (const HandoffLine* receive = turning_receive(ends);
+        receive && tree_collectives.count({std::get<1>(key), std::get<2>(key)})) {
+      add_turn_sample(*receive, *ends.sends[0], turns[{std::get<0>(key), std::get<1>(key), std::get<3>(key)}]);
+      continue;
+    }
     for (const Passage& way : passages_of(ends, gpus)) {
       const HandoffLine& entry = *way.entry;
       const HandoffLine& exit = *way.exit;
@@ -142,6 +189,17 @@ void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& 
       const double lag = static_cast<double>(passage / entry.ns_per_step);
       if (!std::isfinite(lag)) continue;
       add_lag_sample(entry, exit, lag, gpus, by_rank);
+    }
+  }
+  for (const auto& [key, turn] : turns) {
+    auto it = by_rank.find({std::get<1>(key), turn.rank});
+    if (it == by_rank.end() || !turn.one_rank || turn.lags.empty() ||
+        !std::ranges::all_of(turn.lags, [](double lag) { return lag > 0; }))
+      continue;
+    for (double lag : turn.lags) {
+      it->second->loop_lag_sum += lag;
+      it->second->loop_lag_sq_sum += lag * lag;
+      it->second->loop_lag_samples += 1;
     }
   }
 }

@@ -27,6 +27,16 @@
 // (analysis/consumer_position.hpp) reads the lags to find which GPU of the node consumes
 // slowly; the proxy alone sees only that the entry's slots are freed late.
 //
+// At the tree's root the chain meets the network at one end: the GPU that meets the child
+// receives the child's data, which goes up the chain to the top GPU and comes back down to it
+// as the same step, to be sent to the child. Its lag, from freeing step k to sending step k
+// back, is a passage up the chain and down again (twice the one-way passage, about) plus the
+// same backlog as an entry's: S (p - 1) steps with the slow GPU p GPUs up the chain from it,
+// the top GPU included (p = g - 1). A leaf's GPU, which meets its parent the same way, reads a
+// negative lag: its data of step k must go up to the root and back before its parent's step k
+// comes. A channel is taken as a turn only where every collective of the window reads a
+// positive lag (loop_lag_*), and only in tree collectives.
+//
 // Needs per-step traces (HandoffLine, core/records.hpp) and kernel clocks with their host time
 // (KernelStartRecord::start_host_ns) to set both processes on one clock; other inputs give no
 // samples.
@@ -40,8 +50,11 @@
 namespace culprit {
 
 // Sums each (collective, channel) of the window whose node holds exactly one network receive
-// and one network send, by two different processes, into the entry's entry_lag_* and the
-// exit's exit_shortfall_* (observations.hpp).
+// and one network send, by two different processes (a ring), or two of each by two processes (a
+// tree's interior node), into the entry's entry_lag_* and the exit's exit_shortfall_*; and, for
+// a tree channel whose network receives and sends are all one process's in every collective,
+// and whose lags are all positive (the root's turn), into that GPU's loop_lag_*
+// (observations.hpp).
 void measure_passage_lags(const LocalData& data, const std::vector<CommWindow>& windows,
                           std::vector<GlobalCommRank>& ranks);
 

@@ -49,6 +49,16 @@ struct Tree {
           c.entry_lag_samples += 1;
         }
   }
+  // Its lags where it turns a tree's data back (the root's GPU that meets the child).
+  void turn_lags(uint32_t process, const std::vector<double>& lags) {
+    for (GlobalCommRank& c : obs.comm_ranks)
+      if (c.process == process)
+        for (double x : lags) {
+          c.loop_lag_sum += x;
+          c.loop_lag_sq_sum += x * x;
+          c.loop_lag_samples += 1;
+        }
+  }
   // Eight collectives whose lags spread a tenth of a step about `mean`.
   void steady_lags(uint32_t process, double mean) {
     entry_lags(process, {mean - 0.1, mean, mean + 0.1, mean, mean - 0.05, mean + 0.05, mean, mean});
@@ -128,6 +138,79 @@ TEST(BacklogInsideNode, TheBacklogIsCountedBeyondTheCommunicatorsStraightPassage
   held.entry_lags(2, {3.67, 3.66, 3.68, 3.67});
   held.entry_lags(3, {3.10, 3.11, 3.09, 3.10});
   EXPECT_TRUE(held.judge(1).slow_consume);
+}
+
+// A root's GPU that meets its child turns the child's data back: its lag crosses the node's
+// chain up and back, twice the one-way straight passage, plus the backlog. Measured: a 2.88x
+// consumer on the top GPU of a root node of five (a tree 10x5x2 under LL, 47 % slower, fresh
+// seed 11105) made the turn read 22.1-25.5 steps, the other entries 0.84-0.94: three buffers.
+TEST(BacklogInsideNode, ATurnsBacklogIsCountedBeyondTwiceTheStraightPassage) {
+  Tree tree;
+  tree.turn_lags(1, {22.1, 23.3, 24.2, 24.6, 24.6, 24.6, 24.8, 25.5});
+  tree.steady_lags({{2, 0.94}, {3, 0.84}, {4, 0.92}});
+  const EntryPassages passages(tree.obs);
+  EXPECT_TRUE(passages.reads_turn(1, kComm));
+  EXPECT_FALSE(passages.reads_turn(2, kComm));
+  ASSERT_TRUE(passages.measured_straight(kComm).has_value());
+  EXPECT_NEAR(*passages.measured_straight(kComm), 0.88, 1e-9);  // the lower quartile
+  ASSERT_TRUE(passages.backlog_steps(1, kComm).has_value());
+  EXPECT_NEAR(*passages.backlog_steps(1, kComm), 24.2125 - 2 * 0.88, 1e-9);
+  // Its holds then name it, as an entry's would.
+  EXPECT_TRUE(tree.judge(1).slow_consume);
+  // The backlog alone is judged against one-way entries only: a turn is no such lag.
+  EXPECT_FALSE(passages.backlog_above_all(1, kComm).has_value());
+  // A turn that crosses the chain straight (the slow GPU right after it) has no backlog.
+  Tree straight;
+  straight.turn_lags(1, {1.75, 1.8, 1.7, 1.78, 1.72, 1.76});
+  straight.steady_lags({{2, 0.94}, {3, 0.84}, {4, 0.92}});
+  EXPECT_FALSE(EntryPassages(straight.obs).backlog_steps(1, kComm).has_value());
+  EXPECT_TRUE(EntryPassages(straight.obs).no_backlog_after(1, kComm));
+}
+
+// Each estimate of a straight turn errs long (a backlog only lengthens a passage), so the least
+// stands: in a tree of three nodes of two GPUs paced by a 3.04x consumer under LL (fresh seed
+// 11115) the entries read 2.3 steps and more, the other tree's root turned its data in 0.44-1.73,
+// and the consumer's root turned it in 0.43-0.54, the GPU after it slow. Against twice the
+// entries' passage the turn read as holding its slots.
+TEST(BacklogInsideNode, AnotherRootsTurnSetsTheStraightTurnWhereItIsShorter) {
+  Tree tree;
+  tree.turn_lags(1, {0.43, 0.46, 0.46, 0.47, 0.47, 0.47, 0.52, 0.54});
+  tree.turn_lags(4, {0.44, 0.47, 0.47, 0.48, 0.50, 1.45, 1.57, 1.73});
+  tree.steady_lags({{2, 2.3}, {3, 2.4}});
+  const EntryPassages passages(tree.obs);
+  EXPECT_FALSE(passages.backlog_steps(1, kComm).has_value());
+  EXPECT_TRUE(passages.no_backlog_after(1, kComm));
+  ASSERT_TRUE(passages.straight_turn(1, kComm).has_value());
+  EXPECT_NEAR(*passages.straight_turn(1, kComm), 0.88875, 1e-9);  // the other root's mean
+  // A turn of the same node is no reference: the slow GPU may hold it.
+  tree.obs.processes[4].host = tree.obs.processes[1].host;
+  EXPECT_NEAR(*EntryPassages(tree.obs).straight_turn(1, kComm), 2 * 2.325, 1e-9);
+}
+
+// A turn whose lags wander by more than a quarter of a buffer carries the queue of the way down,
+// which crosses the slow GPU again at its own pace: a 4.76x consumer two GPUs up the chain of a
+// root of six (a tree 4x6x2, 17 % slower, fresh seed 11115) read 12.6-25.8 steps.
+TEST(BacklogInsideNode, ATurnWhoseLagsWanderIsNotRead) {
+  Tree tree;
+  tree.turn_lags(1, {12.55, 12.90, 13.43, 14.64, 14.81, 17.70, 18.18, 25.75});
+  tree.steady_lags({{2, 0.2}, {3, 0.5}, {4, 1.26}, {5, 1.9}});
+  const EntryPassages passages(tree.obs);
+  EXPECT_FALSE(passages.straight_turn(1, kComm).has_value());
+  EXPECT_FALSE(passages.backlog_steps(1, kComm).has_value());
+  EXPECT_FALSE(passages.reads_turn(1, kComm));
+}
+
+// With fewer than two entries to measure the straight passage by, and no other root's turn, a
+// turn is not read: the table's passage (0) is one way's, and twice an unknown passage may be a
+// whole buffer (an LL tree of eight GPUs a node crosses a chain in about 4.3 steps).
+TEST(BacklogInsideNode, ATurnWithoutAMeasuredStraightPassageIsNotRead) {
+  Tree tree;
+  tree.turn_lags(1, {22.1, 23.3, 24.2, 24.6, 24.6, 24.6, 24.8, 25.5});
+  tree.steady_lags(2, 0.94);
+  const EntryPassages passages(tree.obs);
+  EXPECT_FALSE(passages.measured_straight(kComm).has_value());
+  EXPECT_FALSE(passages.backlog_steps(1, kComm).has_value());
+  EXPECT_FALSE(passages.no_backlog_after(1, kComm));
 }
 
 // An LL tree paced by a 1.81x consumer: three up-entries held from beyond their nodes read

@@ -263,6 +263,77 @@ TEST(ConsumerPosition, WithoutABacklogTheGpuRightAfterTheEntryIsTheSlowOne) {
   EXPECT_EQ(placed[0].left, 4u);
 }
 
+// The root node of a tree (nodeB: 1-5), whose chain, by the order its GPUs end their
+// collectives, is 5 4 3 2 1 from its top: 1 meets the only child (nodeA), receives its data
+// (its receives slow to consume) and sends the result back down to it. Two other nodes' entries
+// (6, 7) pass their data straight on in 0.84-0.94 steps. GPU 1's lags where it turns the
+// child's data back: `lags`.
+struct RootNode {
+  Observations obs;
+  std::vector<EdgeFacts> facts;
+  std::vector<Evidence> evidence = std::vector<Evidence>(8);
+  explicit RootNode(const std::vector<double>& lags) {
+    test::add_collective_processes(obs, kComm,
+                                   {"nodeA", "nodeB", "nodeB", "nodeB", "nodeB", "nodeB", "nodeC", "nodeD"});
+    test::add_connection(obs, facts, kComm, 0, 1, 0, 10).slow_consume = true;
+    test::add_connection(obs, facts, kComm, 1, 0, 0, 10);
+    for (GlobalCommRank& c : obs.comm_ranks) {
+      if (c.process >= 1 && c.process <= 5)
+        for (int k = 0; k < 4; ++k) {
+          const double place = 5.0 - c.process;
+          c.chain_place_sum += place;
+          c.chain_place_sq_sum += place * place;
+          c.chain_place_samples += 1;
+        }
+      const std::vector<double> straight = c.process == 6 ? std::vector<double>{0.93, 0.94, 0.92, 0.93}
+                                                          : std::vector<double>{0.84, 0.85, 0.83, 0.84};
+      for (double lag : c.process >= 6 ? straight : std::vector<double>{}) {
+        c.entry_lag_sum += lag;
+        c.entry_lag_sq_sum += lag * lag;
+        c.entry_lag_samples += 1;
+      }
+      for (double lag : c.process == 1 ? lags : std::vector<double>{}) {
+        c.loop_lag_sum += lag;
+        c.loop_lag_sq_sum += lag * lag;
+        c.loop_lag_samples += 1;
+      }
+    }
+    evidence[1].offer(5e6, CulpritClass::kGpuConsumer, std::nullopt, 8.0);
+  }
+  std::vector<ConsumerPlacement> place() const {
+    return place_slow_consumers(obs, facts, ProcessContext(obs), evidence, {1});
+  }
+};
+
+// The turn crosses the chain up and back: twice the straight passage (0.86 one way) plus the
+// backlog. Measured: a 2.88x consumer on the top GPU of a root node of five (a tree 10x5x2 under
+// LL, 47 % slower, fresh seed 11105) made the turn read 24.2 steps: 2.8 buffers beyond 1.7, the
+// slow GPU four up the chain from the GPU that meets the child, the top.
+TEST(ConsumerPosition, AtATreesRootTheTurnsBacklogNamesAGpuUpTheChainToItsTop) {
+  std::vector<ConsumerPlacement> placed = RootNode({22.1, 23.3, 24.2, 24.6, 24.6, 24.6, 24.8, 25.5}).place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 5u);
+  EXPECT_EQ(placed[0].left, 1u);
+  // Two buffers: three up the chain (a 4.96x consumer of a tree 3x6x2, 212 % slower: 16.5 steps
+  // with a straight passage of 0.18).
+  placed = RootNode({17.3, 17.6, 17.5, 17.4, 17.8, 17.5}).place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 4u);
+  // No backlog: the GPU right after it.
+  placed = RootNode({1.78, 1.74, 1.8, 1.76, 1.77, 1.75}).place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].placed, 2u);
+}
+
+// Without entries to measure the straight passage by, the turn tells nothing.
+TEST(ConsumerPosition, ATurnWithoutAMeasuredStraightPassagePlacesNothing) {
+  RootNode node({22.1, 23.3, 24.2, 24.6, 24.6, 24.6, 24.8, 25.5});
+  for (GlobalCommRank& c : node.obs.comm_ranks) c.entry_lag_samples = c.process == 7 ? 0 : c.entry_lag_samples;
+  const std::vector<ConsumerPlacement> placed = node.place();
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_FALSE(placed[0].concluded());
+}
+
 TEST(ConsumerPosition, NoisyOrTooFewLagsMoveNothing) {
   Ring ring;
   ring.entry_lags(3, {-3.0, 4.0, -2.0, 5.0, 0.5});  // neither below nor above -1 at 1e-3

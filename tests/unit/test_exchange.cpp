@@ -136,9 +136,15 @@ TEST(Exchange, EveryFixedFieldOfACommRankTravels) {
   c.busy_sum_ns = 987654321;
   c.last_stop_samples = 8;
   c.last_stops = 7;
+  c.loop_lag_sum = 32.5;
+  c.loop_lag_sq_sum = 132.25;
+  c.loop_lag_samples = 2;
   const GlobalCommRank back = unpack_node_summary(pack_node_summary(s)).comm_ranks[0];
   EXPECT_EQ(back.last_stop_samples, 8u);
   EXPECT_EQ(back.last_stops, 7u);
+  EXPECT_EQ(back.loop_lag_sum, 32.5);
+  EXPECT_EQ(back.loop_lag_sq_sum, 132.25);
+  EXPECT_EQ(back.loop_lag_samples, 2u);
   EXPECT_EQ(back.kernel_late_sum_ns, -123);
   EXPECT_EQ(back.kernel_samples, 4u);
   EXPECT_EQ(back.op_time_sum_ns, 5555u);
@@ -167,6 +173,9 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   more.busy_sum_ns = 77;
   more.last_stop_samples = 5;  // the first report has none: these come through
   more.last_stops = 5;
+  more.loop_lag_sum = 16.5;
+  more.loop_lag_sq_sum = 272.25;
+  more.loop_lag_samples = 1;
   s.comm_ranks.push_back(more);
   auto comm = make_serial_communicator();
   Observations obs;
@@ -188,6 +197,8 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   EXPECT_EQ(c.busy_sum_ns, 77u);
   EXPECT_EQ(c.last_stop_samples, 5u);
   EXPECT_EQ(c.last_stops, 5u);
+  EXPECT_EQ(c.loop_lag_sum, 16.5);
+  EXPECT_EQ(c.loop_lag_samples, 1u);
 }
 
 TEST(Exchange, InflightRecordWithABadProcessIsRejected) {

@@ -106,6 +106,60 @@ TEST(PassageLag, CollectivesBeforeTheWindowAreLeftOut) {
   EXPECT_EQ(node.ranks[0].entry_lag_samples, 1u);
 }
 
+// A node of three GPUs at a tree's root: GPU 2 meets the only child, receiving its data and
+// sending the result back down to it, on channel 0. Its free of step 85 at 1 ms on its clock.
+struct Root {
+  LocalData data;
+  std::vector<GlobalCommRank> ranks;
+  Root() { test::add_node_gpus(data, ranks, "n0", kComm, 3); }
+  // Collective `seq`: GPU 2 sends step 85 back `lag` steps after it freed it.
+  void collective(uint64_t seq, double lag, bool tree = true) {
+    KernelStartRecord k = kernel(2, 2, 10'000'000, 5'000'000);
+    k.seq = seq;
+    k.tree = tree ? 1 : 0;
+    data.kernel_starts.push_back(k);
+    HandoffLine receive = handoff(2, 2, false, 1'000'000);
+    HandoffLine send = handoff(2, 2, true, 1'000'000 + static_cast<int64_t>(lag * 10'000));
+    receive.seq = send.seq = seq;
+    data.handoffs.push_back(receive);
+    data.handoffs.push_back(send);
+  }
+  void measure() { measure_passage_lags(data, {}, ranks); }
+};
+
+TEST(PassageLag, AtATreesRootTheDataTurnsBackAtTheGpuThatMeetsTheChild) {
+  Root root;
+  root.collective(1, 4.0);
+  root.collective(2, 3.0);
+  root.measure();
+  EXPECT_EQ(root.ranks[2].loop_lag_samples, 2u);
+  EXPECT_NEAR(root.ranks[2].loop_lag_sum, 7.0, 1e-9);
+  EXPECT_NEAR(root.ranks[2].loop_lag_sq_sum, 25.0, 1e-9);
+  // A turn is no one-way passage.
+  EXPECT_EQ(root.ranks[2].entry_lag_samples + root.ranks[2].exit_shortfall_samples, 0u);
+}
+
+// A leaf's GPU meets its parent alike, but sends step k up before the parent's step k can come
+// down: its lag is negative. One collective that reads so makes the channel no turn.
+TEST(PassageLag, ALeafsSendComesBeforeItsFreeAndIsNoTurn) {
+  Root leaf;
+  leaf.collective(1, -2.8);
+  leaf.measure();
+  EXPECT_EQ(leaf.ranks[2].loop_lag_samples, 0u);
+  Root mixed;
+  mixed.collective(1, 4.0);
+  mixed.collective(2, -0.5);
+  mixed.measure();
+  EXPECT_EQ(mixed.ranks[2].loop_lag_samples, 0u);
+}
+
+TEST(PassageLag, OnlyATreesDataTurnsBack) {
+  Root ring;
+  ring.collective(1, 4.0, /*tree=*/false);
+  ring.measure();
+  EXPECT_EQ(ring.ranks[2].loop_lag_samples, 0u);
+}
+
 // The communicator ranks of node `node` of the simulated `spec`, with their lags, read from its
 // rendered traces as the tool reads them.
 std::vector<GlobalCommRank> node_ranks_read(const std::string& spec, int node) {
@@ -199,6 +253,33 @@ TEST(PassageLag, ATreesChainIsCrossedBothWays) {
   EXPECT_LT(at_parent_end.entry[0], -kSlotsPerConnection / 2.0);
   EXPECT_GT(at_parent_end.exit_shortfall[0], -kSlotsPerConnection / 2.0);
   EXPECT_GT(at_parent_end.entry[2], -1.0);
+}
+
+}  // namespace
+}  // namespace culprit
+
+namespace culprit {
+namespace {
+
+// The simulator's tree of three nodes of three GPUs: node 0 is channel 0's root, its chain 0,
+// 1, 2 from the top; GPU 2 meets its only child (node 2). The turn's mean lag at GPU 2 with a
+// 4x consumer at `rank` (-100: no turn read). 64 steps a channel: with 16, the buffer before
+// the top only half fills (4.3 steps), which the analysis reads as no whole number of buffers.
+double simulated_turn_lag(int rank) {
+  const std::string spec = "topology=tree,nodes=3,gpus=3,channels=2,seqs=6,bytes=64M,jitter=0.05,hetero=0,seed=3,"
+                           "fault=slow_consumer:" + std::to_string(rank) + ":4";
+  for (const GlobalCommRank& r : node_ranks_read(spec, 0))
+    if (r.rank == 2 && r.loop_lag_samples) return r.loop_lag_sum / r.loop_lag_samples;
+  return -100;
+}
+
+TEST(PassageLag, ARootsTurnCarriesTheBacklogUpItsChain) {
+  const double next = simulated_turn_lag(1), top = simulated_turn_lag(0);
+  // The GPU after the turn: the passage up and back alone (0.21 steps); the top, a buffer more
+  // (8.14).
+  EXPECT_GT(next, 0);
+  EXPECT_LT(next, kSlotsPerConnection / 4.0);
+  EXPECT_GT(top, next + kSlotsPerConnection * 0.75);
 }
 
 }  // namespace
