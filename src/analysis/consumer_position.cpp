@@ -91,8 +91,8 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
 // Where several GPUs remain and the named entry passes its data on with a backlog after it (its
 // lag beyond its communicator's straight passage, backlog_inside_node.hpp), the backlog B puts
 // the slow GPU p = 1 + round(B / S) GPUs after it (S (p - 1) steps: the table of
-// consumer_position.hpp), and the node's chain order (chain_order.hpp) says which GPU that is,
-// where the entry sits at one end of it. An entry held at all is held behind full buffers up
+// consumer_position.hpp), and the chain from the entry (chain_order.hpp, read from the order the
+// node's GPUs stop each channel) says which GPU that is. An entry held at all is held behind full buffers up
 // to the slow GPU, so where its lag stands within a quarter of a buffer of the straight
 // passage (no backlog) that GPU is the next one, p = 1 (a 3.95x consumer right after the entry
 // of a tree 22x5x2 under LL128, 97 % slower: the entry held 1462 us a step, its lag 0.18
@@ -108,18 +108,16 @@ std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessCo
                                         const std::set<uint64_t>& comms, const std::vector<uint32_t>& left) {
   std::optional<uint32_t> found;
   for (uint64_t comm : comms) {
-    const std::vector<uint32_t> order = chain_order_of(obs, context, named, comm);
+    const std::vector<uint32_t> chain = chain_from(obs, context, named, comm);
     const std::optional<double> backlog = passages.backlog_steps(named, comm);
-    if (order.empty() || (!backlog && !passages.no_backlog_after(named, comm))) continue;
-    const size_t at = static_cast<size_t>(std::find(order.begin(), order.end(), named) - order.begin());
-    const size_t last = order.size() - 1;
+    if (chain.empty() || (!backlog && !passages.no_backlog_after(named, comm))) continue;
     if (backlog && std::fabs(*backlog / kSlots - std::round(*backlog / kSlots)) > kWholeBuffersSlack)
       return std::nullopt;
     const auto p = static_cast<size_t>(1 + (backlog ? std::lround(*backlog / kSlots) : 0));
     // Where the data turns back, the far end of the chain is its top, no exit with a reading.
-    const size_t farthest = passages.reads_turn(named, comm) ? last : last - 1;
-    if ((at != 0 && at != last) || p > farthest) return std::nullopt;
-    const uint32_t target = order[at == 0 ? p : last - p];
+    const size_t farthest = passages.reads_turn(named, comm) ? chain.size() - 1 : chain.size() - 2;
+    if (p > farthest) return std::nullopt;
+    const uint32_t target = chain[p];
     if (found && *found != target) return std::nullopt;
     found = target;
   }

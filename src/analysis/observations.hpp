@@ -33,6 +33,10 @@ static_assert(std::is_trivially_copyable_v<GapSample>);
 // Most gaps kept per communicator rank (the newest): enough for the statistics, small at 16k GPUs.
 inline constexpr size_t kMaxGapSamples = 256;
 
+// Most GPUs of a node in one communicator whose order along a tree's chain is kept (NCCL's nodes
+// hold 8, some 16).
+inline constexpr size_t kMaxChainGpus = 16;
+
 // A communicator rank's fixed-size facts: everything of a GlobalCommRank but its list of
 // gaps. Trivially copyable, so the exchange sends it as it is (pipeline/exchange_wire.hpp):
 // a member added here reaches rank 0 without further code.
@@ -89,12 +93,12 @@ struct CommRankFixed {
   double loop_lag_sum = 0;
   double loop_lag_sq_sum = 0;
   uint32_t loop_lag_samples = 0;
-  // Its place along its node's chain (pipeline/chain_places.hpp): in each collective of the
-  // window, how many of its node's GPUs of the communicator stopped their kernel before it,
-  // summed over the collectives where all of them recorded a stop.
-  double chain_place_sum = 0;
-  double chain_place_sq_sum = 0;
-  uint32_t chain_place_samples = 0;
+  // Its node's GPUs of the communicator along the chain of the tree channels it ends, as comm
+  // ranks: itself first, then the next along the chain, and so on to the other end
+  // (pipeline/chain_places.hpp, read from the order the GPUs stop each channel). chain_length
+  // is 0 where no order was read, or where the chains of the channels it ends differ.
+  int32_t chain_from[kMaxChainGpus] = {};
+  uint32_t chain_length = 0;
   // In the collectives of another algorithm than the tree (a ring's), where all of its node's
   // GPUs of the communicator recorded a stop: how many there were, and in how many it stopped
   // last of them (pipeline/chain_places.hpp: a ring's slow consumer stops last).

@@ -134,6 +134,21 @@ struct KernelStartRecord {
 };
 static_assert(std::is_trivially_copyable_v<KernelStartRecord>);
 
+// When one channel of a collective's kernel stopped (KernelCh StopGpuClk, on the GPU's timer):
+// a tree's channels each chain the node's GPUs in their own order (NCCL rotates the chains of
+// several channels), and each channel's GPUs stop in its chain's order
+// (pipeline/chain_places.hpp). From 2.28 only channel 0's stop is recorded.
+struct ChannelStopRecord {
+  uint64_t comm_hash = 0;
+  uint64_t seq = 0;
+  uint64_t stop_gpu_clk_ns = 0;
+  uint32_t process = 0;
+  int32_t rank = -1;
+  int32_t channel = -1;
+  uint8_t pad_[4] = {0, 0, 0, 0};
+};
+static_assert(std::is_trivially_copyable_v<ChannelStopRecord>);
+
 // Whether an algorithm's name, as a profiler or an export writes it ("Tree" from NCCL's
 // names, "TREE" from the example profiler's), is NCCL's tree (not NVLS_TREE or a CollNet chain).
 inline bool names_tree_algorithm(std::string_view name) {

@@ -170,6 +170,10 @@ void LocalData::absorb(LocalData&& other) {
     k.process = remap[k.process];
     kernel_starts.push_back(k);
   }
+  for (ChannelStopRecord c : other.channel_stops) {
+    c.process = remap[c.process];
+    channel_stops.push_back(c);
+  }
   for (HandoffLine h : other.handoffs) {
     h.process = remap[h.process];
     handoffs.push_back(h);

@@ -126,6 +126,7 @@ class LocalData {
   std::vector<CommRankSeen> comm_ranks;
   std::vector<ProxyOpRecord> ops;
   std::vector<KernelStartRecord> kernel_starts;
+  std::vector<ChannelStopRecord> channel_stops;  // per channel, where its own stop is recorded
   std::vector<HandoffLine> handoffs;  // per-step traces' collective proxy ops
   std::vector<GatedHoldRecord> gated_holds;  // per-step traces' collective receive ops
   std::vector<InputReport> inputs;

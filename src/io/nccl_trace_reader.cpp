@@ -132,6 +132,8 @@ struct Context {
   uint64_t max_stop_clk = 0;
   // Per channel, when its kernel started on the host's clock (its KernelCh ts), where seen.
   std::vector<std::pair<int32_t, int64_t>> channel_start_host_ns;
+  // Per channel, when its kernel stopped on the GPU's timer, where recorded.
+  std::vector<std::pair<int32_t, uint64_t>> channel_stop_clk;
 };
 
 struct StepAcc {
@@ -342,11 +344,15 @@ class TraceParser {
             c.min_start_host_ns = ev.ts_ns;
           }
           int64_t channel = -1;
-          if (parse_i64(ev.arg("Channel"), &channel) && channel >= 0 && channel <= INT32_MAX && ev.ts_ns > 0)
+          const bool has_channel = parse_i64(ev.arg("Channel"), &channel) && channel >= 0 && channel <= INT32_MAX;
+          if (has_channel && ev.ts_ns > 0)
             c.channel_start_host_ns.emplace_back(static_cast<int32_t>(channel), ev.ts_ns);
           // Only channel 0 carries StopGpuClk from 2.28 on (others print 0): take the max.
           uint64_t stop = 0;
-          if (parse_u64(ev.arg("StopGpuClk"), &stop) && stop > clk) c.max_stop_clk = std::max(c.max_stop_clk, stop);
+          if (parse_u64(ev.arg("StopGpuClk"), &stop) && stop > clk) {
+            c.max_stop_clk = std::max(c.max_stop_clk, stop);
+            if (has_channel) c.channel_stop_clk.emplace_back(static_cast<int32_t>(channel), stop);
+          }
         }
         break;
       }
@@ -477,6 +483,16 @@ class TraceParser {
       k.is_p2p = c.is_p2p ? 1 : 0;
       k.tree = c.is_tree ? 1 : 0;
       data_.kernel_starts.push_back(k);
+      for (const auto& [channel, stop] : c.channel_stop_clk) {
+        ChannelStopRecord s;
+        s.comm_hash = c.comm_hash;
+        s.seq = c.seq;
+        s.stop_gpu_clk_ns = stop;
+        s.process = c.process;
+        s.rank = c.rank;
+        s.channel = channel;
+        data_.channel_stops.push_back(s);
+      }
     }
   }
 

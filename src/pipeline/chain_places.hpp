@@ -10,12 +10,17 @@
 // (analysis/consumer_position.hpp: a lag of S (p - 1) steps puts the slow GPU p GPUs after
 // the entry, and this says which GPU that is).
 //
-// Per collective of the window whose every GPU of the node in its communicator recorded a
-// kernel stop (KernelStartRecord::stop_gpu_clk_ns, on the node's GPU clock), each GPU's place
-// is the number of those GPUs that stopped before it. Where the chains of a communicator's
-// channels differ (NCCL rotates them where there are several channels per tree), the stop is
-// the last channel's and the places of one GPU vary between collectives: the analysis then
-// reads no order (its places' spread).
+// Per channel of each tree collective of the window whose every GPU of the node in its
+// communicator (three or more) recorded a stop of that channel (ChannelStopRecord, KernelCh's
+// StopGpuClk on the node's GPU clock), each GPU's place is the number of those GPUs that stopped
+// that channel before it. NCCL rotates the chains of a tree's channels (the simulator's tree
+// 12x8x4 chains channels 1 and 3 half a node round from 0 and 2), so each channel has its own
+// order: read where every GPU's mean place lies within a quarter of a whole place and no two
+// share one. Each GPU that ends the chain of every channel its network records came from gets
+// the chain from it (GlobalCommRank::chain_from), where those chains agree. Inputs with the
+// kernel's last stop only (our live-capture shards) give one order for the whole kernel: the
+// last channel's, which varies between collectives where chains rotate, and then none is read.
+// From 2.28 only channel 0 records its stop: channel 0's chain alone is known.
 //
 // Tree collectives only (KernelStartRecord::tree). A ring has no such last pass down a chain:
 // with a slow consumer on the node its GPUs stop in one order every time, the slow one last and
@@ -37,9 +42,9 @@
 
 namespace culprit {
 
-// Sums each rank's place into chain_place_* (observations.hpp), over the tree collectives of
-// the window where all of its node's GPUs of that communicator, three or more, recorded a stop;
-// over the other collectives, counts them and those where it stopped last (last_stop*).
+// Sets each rank's chain_from (observations.hpp) from the tree collectives of the window, each
+// channel's chain read from its stops; over the other collectives, counts them and those where it
+// stopped last (last_stop*).
 void measure_chain_places(const LocalData& data, const std::vector<CommWindow>& windows,
                           std::vector<GlobalCommRank>& ranks);
 

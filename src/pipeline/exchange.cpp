@@ -1,6 +1,7 @@
 #include "pipeline/exchange.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -107,10 +108,9 @@ void merge_duplicate_comm_rank(GlobalCommRank& seen, const GlobalCommRank& c) {
     seen.gated_own_sum_ns = c.gated_own_sum_ns;
     seen.gated_work_sum_ns = c.gated_work_sum_ns;
   }
-  if (c.chain_place_samples > seen.chain_place_samples) {
-    seen.chain_place_sum = c.chain_place_sum;
-    seen.chain_place_sq_sum = c.chain_place_sq_sum;
-    seen.chain_place_samples = c.chain_place_samples;
+  if (c.chain_length > seen.chain_length) {
+    std::copy(std::begin(c.chain_from), std::end(c.chain_from), std::begin(seen.chain_from));
+    seen.chain_length = c.chain_length;
   }
   if (c.last_stop_samples > seen.last_stop_samples) {
     seen.last_stop_samples = c.last_stop_samples;

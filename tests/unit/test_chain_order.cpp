@@ -1,6 +1,8 @@
-// chain_order: a node's GPUs in their order along its chain, read from their places.
+// chain_order: the chain from a GPU that ends it, as its node read it, and a ring's last stopper.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -12,50 +14,31 @@ namespace {
 
 constexpr uint64_t kComm = 0xc4a1ull;
 
-// nodeA holds GPU 0; nodeB GPUs 1-4, each with its place in each of `places`' collectives.
-Observations node_with_places(const std::vector<std::vector<double>>& places) {
+// nodeA holds GPU 0; nodeB GPUs 1-4.
+Observations two_nodes() {
   Observations obs;
   test::add_collective_processes(obs, kComm, {"nodeA", "nodeB", "nodeB", "nodeB", "nodeB"});
-  for (const std::vector<double>& collective : places)
-    for (size_t i = 0; i < collective.size(); ++i) {
-      GlobalCommRank& c = obs.comm_ranks[i + 1];
-      c.chain_place_sum += collective[i];
-      c.chain_place_sq_sum += collective[i] * collective[i];
-      c.chain_place_samples += 1;
-    }
   return obs;
 }
 
-TEST(ChainOrder, TheGpusAreOrderedByTheirPlaces) {
-  const Observations obs = node_with_places({{3, 0, 2, 1}, {3, 0, 2, 1}, {3, 0, 2, 1}, {3, 0, 2, 1}});
+// The chain the node read from GPU 1 (comm ranks, as the nodes send it) comes back as processes.
+TEST(ChainOrder, TheChainFromAGpuIsItsNodesReading) {
+  Observations obs = two_nodes();
+  GlobalCommRank& one = obs.comm_ranks[1];
+  const int32_t ranks[] = {1, 3, 4, 2};
+  std::ranges::copy(ranks, std::begin(one.chain_from));
+  one.chain_length = 4;
   const ProcessContext context(obs);
-  EXPECT_EQ(chain_order_of(obs, context, 1, kComm), (std::vector<uint32_t>{2, 4, 3, 1}));
-}
-
-TEST(ChainOrder, OneSwapInFourCollectivesStillReadsTheOrder) {
-  const Observations obs = node_with_places({{3, 0, 2, 1}, {3, 0, 1, 2}, {3, 0, 2, 1}, {3, 0, 2, 1}, {3, 0, 2, 1}});
-  const ProcessContext context(obs);
-  EXPECT_EQ(chain_order_of(obs, context, 3, kComm), (std::vector<uint32_t>{2, 4, 3, 1}));
-}
-
-TEST(ChainOrder, PlacesThatVaryGiveNoOrder) {
-  // Two channels' chains rotated against each other: the last channel's stop differs.
-  const Observations obs = node_with_places({{3, 0, 2, 1}, {1, 2, 0, 3}, {3, 0, 2, 1}, {1, 2, 0, 3}});
-  const ProcessContext context(obs);
-  EXPECT_TRUE(chain_order_of(obs, context, 1, kComm).empty());
-}
-
-TEST(ChainOrder, AGpuWithoutPlacesGivesNoOrder) {
-  Observations obs = node_with_places({{3, 0, 2, 1}, {3, 0, 2, 1}, {3, 0, 2, 1}});
-  obs.comm_ranks[4].chain_place_samples = 0;
-  obs.comm_ranks[4].chain_place_sum = 0;
-  const ProcessContext context(obs);
-  EXPECT_TRUE(chain_order_of(obs, context, 1, kComm).empty());
+  EXPECT_EQ(chain_from(obs, context, 1, kComm), (std::vector<uint32_t>{1, 3, 4, 2}));
+  EXPECT_TRUE(chain_from(obs, context, 2, kComm).empty());  // no chain read from it
+  EXPECT_TRUE(chain_from(obs, context, 1, kComm + 1).empty());
+  one.chain_from[3] = 9;  // a rank nobody holds
+  EXPECT_TRUE(chain_from(obs, context, 1, kComm).empty());
 }
 
 // A ring's stops give no order but the GPU that stopped last of its node's every time.
 TEST(ChainOrder, TheGpuThatStoppedLastInEveryCollectiveIsFound) {
-  Observations obs = node_with_places({});
+  Observations obs = two_nodes();
   for (size_t i = 1; i < obs.comm_ranks.size(); ++i) obs.comm_ranks[i].last_stop_samples = 6;
   obs.comm_ranks[3].last_stops = 6;
   const ProcessContext context(obs);

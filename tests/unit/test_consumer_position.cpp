@@ -2,6 +2,8 @@
 // (the passage lags of pipeline/passage_lag.hpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -182,6 +184,12 @@ TEST(ConsumerPosition, InARingTheGpuThatStopsLastEveryTimeIsTheSlowConsumer) {
   EXPECT_EQ(ring.place()[0].left, 2u);
 }
 
+// The chain from `c`'s GPU (comm ranks, processes here), as its node read it.
+void set_chain(GlobalCommRank& c, const std::vector<int32_t>& ranks) {
+  std::ranges::copy(ranks, std::begin(c.chain_from));
+  c.chain_length = static_cast<uint32_t>(ranks.size());
+}
+
 // A tree node of five GPUs (nodeB: 1-5) whose chain, by the order the GPUs end their
 // collectives, is 5 4 3 2 1: 1 meets the children and receives their data (its receives slow
 // to consume), which leaves at 5. Its lags as the entry: `lags`.
@@ -195,12 +203,7 @@ struct TreeNode {
     test::add_connection(obs, facts, kComm, 5, 0, 0, 10);
     for (GlobalCommRank& c : obs.comm_ranks) {
       if (c.process == 0) continue;
-      const double place = 5.0 - c.process;
-      for (int k = 0; k < 4; ++k) {
-        c.chain_place_sum += place;
-        c.chain_place_sq_sum += place * place;
-        c.chain_place_samples += 1;
-      }
+      if (c.process == 1) set_chain(c, {1, 2, 3, 4, 5});
       for (double lag : lags) {
         if (c.process != 1) break;
         c.entry_lag_sum += lag;
@@ -228,8 +231,8 @@ TEST(ConsumerPosition, TheLagsDistanceAlongTheNodesChainNamesAGpuInsideIt) {
   node.obs.edges[1].phase_ns[kSendGpuWait] = 1'000'000;
   EXPECT_EQ(node.place()[0].left, 4u);
   node.obs.edges[1].phase_ns[kSendPeerWait] = 0;
-  // Without an order (the GPUs' places vary), the GPUs left share the score.
-  for (GlobalCommRank& c : node.obs.comm_ranks) c.chain_place_sum += c.process == 3 ? 2.0 : 0.0;
+  // Without a chain read (the GPUs' places vary), the GPUs left share the score.
+  for (GlobalCommRank& c : node.obs.comm_ranks) c.chain_length = 0;
   placed = node.place();
   ASSERT_EQ(placed.size(), 1u);
   EXPECT_EQ(placed[0].left, 4u);
@@ -278,13 +281,7 @@ struct RootNode {
     test::add_connection(obs, facts, kComm, 0, 1, 0, 10).slow_consume = true;
     test::add_connection(obs, facts, kComm, 1, 0, 0, 10);
     for (GlobalCommRank& c : obs.comm_ranks) {
-      if (c.process >= 1 && c.process <= 5)
-        for (int k = 0; k < 4; ++k) {
-          const double place = 5.0 - c.process;
-          c.chain_place_sum += place;
-          c.chain_place_sq_sum += place * place;
-          c.chain_place_samples += 1;
-        }
+      if (c.process == 1) set_chain(c, {1, 2, 3, 4, 5});
       const std::vector<double> straight = c.process == 6 ? std::vector<double>{0.93, 0.94, 0.92, 0.93}
                                                           : std::vector<double>{0.84, 0.85, 0.83, 0.84};
       for (double lag : c.process >= 6 ? straight : std::vector<double>{}) {

@@ -139,12 +139,18 @@ TEST(Exchange, EveryFixedFieldOfACommRankTravels) {
   c.loop_lag_sum = 32.5;
   c.loop_lag_sq_sum = 132.25;
   c.loop_lag_samples = 2;
+  c.chain_from[0] = 5;
+  c.chain_from[3] = 2;
+  c.chain_length = 4;
   const GlobalCommRank back = unpack_node_summary(pack_node_summary(s)).comm_ranks[0];
   EXPECT_EQ(back.last_stop_samples, 8u);
   EXPECT_EQ(back.last_stops, 7u);
   EXPECT_EQ(back.loop_lag_sum, 32.5);
   EXPECT_EQ(back.loop_lag_sq_sum, 132.25);
   EXPECT_EQ(back.loop_lag_samples, 2u);
+  EXPECT_EQ(back.chain_from[0], 5);
+  EXPECT_EQ(back.chain_from[3], 2);
+  EXPECT_EQ(back.chain_length, 4u);
   EXPECT_EQ(back.kernel_late_sum_ns, -123);
   EXPECT_EQ(back.kernel_samples, 4u);
   EXPECT_EQ(back.op_time_sum_ns, 5555u);
@@ -176,6 +182,8 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   more.loop_lag_sum = 16.5;
   more.loop_lag_sq_sum = 272.25;
   more.loop_lag_samples = 1;
+  more.chain_from[1] = 7;
+  more.chain_length = 3;
   s.comm_ranks.push_back(more);
   auto comm = make_serial_communicator();
   Observations obs;
@@ -199,6 +207,8 @@ TEST(Exchange, ARankReportedTwiceKeepsTheRicherEvidence) {
   EXPECT_EQ(c.last_stops, 5u);
   EXPECT_EQ(c.loop_lag_sum, 16.5);
   EXPECT_EQ(c.loop_lag_samples, 1u);
+  EXPECT_EQ(c.chain_from[1], 7);
+  EXPECT_EQ(c.chain_length, 3u);
 }
 
 TEST(Exchange, InflightRecordWithABadProcessIsRejected) {

@@ -243,7 +243,20 @@ TEST(TraceReader, Defect3KernelChWithZeroStop) {
   LocalData d = read(t);
   EXPECT_EQ(d.ops.size(), 2u);
   EXPECT_EQ(d.kernel_starts.size(), 1u);
+  EXPECT_TRUE(d.channel_stops.empty());  // no stop of its own recorded
   EXPECT_EQ(d.inputs[0].rejected, 0u);
+}
+
+// Each channel's own stop is kept: a tree's channels chain the node's GPUs each in its own order
+// (pipeline/chain_places.hpp).
+TEST(TraceReader, EachChannelsStopIsKept) {
+  const LocalData d = read(kGoodTrace);
+  ASSERT_EQ(d.channel_stops.size(), 1u);
+  EXPECT_EQ(d.channel_stops[0].channel, 0);
+  EXPECT_EQ(d.channel_stops[0].stop_gpu_clk_ns, 1765223116927774080ull);
+  EXPECT_EQ(d.channel_stops[0].rank, d.kernel_starts[0].rank);
+  EXPECT_EQ(d.channel_stops[0].seq, d.kernel_starts[0].seq);
+  EXPECT_EQ(d.channel_stops[0].comm_hash, d.kernel_starts[0].comm_hash);
 }
 
 // Defect 4: a reused step slot with stale timestamps (before its op began) is rejected and
