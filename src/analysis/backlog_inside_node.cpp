@@ -43,7 +43,7 @@ double lower_quartile(std::vector<double>& values) {
 
 }  // namespace
 
-EntryPassages::EntryPassages(const Observations& obs) {
+EntryPassages::EntryPassages(const Observations& obs, NodesHeldFromBeyond held) : held_(std::move(held)) {
   for (const GlobalProcess& p : obs.processes) hosts_.push_back(p.host);
   struct Sums {
     double sum = 0, sq = 0, ns = 0, ns_sq = 0, step_ns = 0;
@@ -72,7 +72,7 @@ EntryPassages::EntryPassages(const Observations& obs) {
     s.samples += c.loop_lag_samples;
   }
   for (const auto& [key, s] : turn_sums)
-    turns_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples), {}, 0});
+    turns_[key.first].push_back({key.second, summarize(s.sum, s.sq, s.samples), {}, 0, true});
 }
 
 std::optional<double> EntryPassages::measured_straight(uint64_t comm) const {
@@ -126,7 +126,7 @@ std::optional<double> EntryPassages::turn_passage(uint64_t comm, const std::stri
   if (const std::optional<double> straight = measured_straight(comm)) least = 2 * *straight;
   auto turns = turns_.find(comm);
   for (const Entry& e : turns == turns_.end() ? std::vector<Entry>{} : turns->second)
-    if (e.lag.samples >= kMinSamples && hosts_.at(e.process) != host)
+    if (e.lag.samples >= kMinSamples && hosts_.at(e.process) != host && !held_.count({hosts_.at(e.process), comm}))
       least = std::min(least.value_or(e.lag.mean), e.lag.mean);
   return least;
 }
@@ -139,13 +139,14 @@ std::optional<double> EntryPassages::backlog_steps(uint32_t receiver, uint64_t c
 
 bool EntryPassages::no_backlog_after(uint32_t receiver, uint64_t comm) const {
   const auto straight = straight_for(receiver, comm);
-  return straight && significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
+  return straight && !straight->second->turn &&
+         significantly_below(straight->second->lag, straight->first + kNoBacklogBound);
 }
 
 std::optional<BacklogAboveAll> EntryPassages::backlog_above_all(uint32_t receiver, uint64_t comm,
                                                                 const std::set<uint32_t>& held_beyond) const {
   const auto straight = straight_for(receiver, comm);
-  if (!straight || straight->second->step_ns <= 0) return std::nullopt;  // a turn has no lags in ns
+  if (!straight || straight->second->turn) return std::nullopt;  // a turn has no lags in ns
   // In ns: a collective whose pace at the entry was unusual reads long or short in its steps.
   std::optional<double> highest_ns;
   size_t others = 0;
@@ -181,7 +182,8 @@ NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::v
 
 BacklogReadings::BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts,
                                  const ProcessContext& context, const AttributionConfig& config)
-    : passages(obs), held(nodes_held_from_beyond(obs, facts, context)), lanes(obs, facts, context), config(config) {
+    : held(nodes_held_from_beyond(obs, facts, context)), passages(obs, held), lanes(obs, facts, context),
+      config(config) {
   for (size_t i = 0; i < facts.size(); ++i) {
     const EdgeFacts& f = facts[i];
     if (f.p2p || !f.view.has_recv || f.src == f.dst || context.host_of(f.src) == context.host_of(f.dst)) continue;

@@ -70,10 +70,16 @@ struct BacklogAboveAll {
   double margin = 0;     // its excess over the highest other lag, in units of the guard (a buffer and its noise)
 };
 
-// The communicators' entries and their passage lags.
+// The (host, communicator) pairs where a GPU's network sends wait for their receivers' credit
+// more than for their own data: every buffer of that node fills from beyond it, whichever of
+// its GPUs is slow.
+using NodesHeldFromBeyond = std::set<std::pair<std::string, uint64_t>>;
+
+// The communicators' entries and their passage lags. `held`: the nodes held from beyond, whose
+// turns are no straight turn (their buffers fill from beyond whatever their GPUs do).
 class EntryPassages {
  public:
-  explicit EntryPassages(const Observations& obs);
+  explicit EntryPassages(const Observations& obs, NodesHeldFromBeyond held = {});
   // Whether `receiver`'s lags as an entry in `comm` show a backlog after it on its node.
   bool backlog_after(uint32_t receiver, uint64_t comm) const { return backlog_steps(receiver, comm).has_value(); }
   // That backlog, in steps beyond the straight passage, where there is one. A GPU where a tree's
@@ -91,7 +97,9 @@ class EntryPassages {
   // no one-way entry's.
   bool reads_turn(uint32_t receiver, uint64_t comm) const;
   // Whether `receiver`'s lags as an entry in `comm` stand below the straight passage plus a
-  // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node.
+  // quarter of a buffer at a one-sided 1e-3: no buffer waits after it on its node. Never said
+  // of a turn: a straight turn is known within a step or two (0.2-2.7 steps measured), enough
+  // to count whole buffers after it, not to tell the GPU right after it from itself.
   bool no_backlog_after(uint32_t receiver, uint64_t comm) const;
   // Where `receiver`'s lags stand above the highest of two or more other entries' by a full
   // buffer, at a one-sided 1e-3: a backlog no healthy passage of the job comes near. Judged in
@@ -108,22 +116,21 @@ class EntryPassages {
     uint32_t process = 0;
     LagSummary lag, lag_ns;  // in steps of its pace, and in ns (not for a turn)
     double step_ns = 0;      // its mean time per step (not for a turn)
+    bool turn = false;       // lags of a turn (loop_lag_*), against a straight turn
   };
   // The straight passage of `comm` for `receiver`, and its own entry, if it is one; else, if
   // it turns the data back, a straight turn and its turn.
   std::optional<std::pair<double, const Entry*>> straight_for(uint32_t receiver, uint64_t comm) const;
   // A straight turn of `comm` for a GPU on `host`: the chain crossed up and back, the least of
-  // twice the measured straight passage and the turns of other nodes (the other tree's root).
+  // twice the measured straight passage and the turns of other nodes not held from beyond (the
+  // other tree's root).
   std::optional<double> turn_passage(uint64_t comm, const std::string& host) const;
   std::map<uint64_t, std::vector<Entry>> entries_;  // per communicator
   std::map<uint64_t, std::vector<Entry>> turns_;    // per communicator: lags from a turn, in steps
   std::vector<std::string> hosts_;                  // per process
+  NodesHeldFromBeyond held_;
 };
 
-// The (host, communicator) pairs where a GPU's network sends wait for their receivers' credit
-// more than for their own data: every buffer of that node fills from beyond it, whichever of
-// its GPUs is slow.
-using NodesHeldFromBeyond = std::set<std::pair<std::string, uint64_t>>;
 NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::vector<EdgeFacts>& facts,
                                            const ProcessContext& context);
 
@@ -132,8 +139,8 @@ NodesHeldFromBeyond nodes_held_from_beyond(const Observations& obs, const std::v
 struct BacklogReadings {
   BacklogReadings(const Observations& obs, const std::vector<EdgeFacts>& facts, const ProcessContext& context,
                   const AttributionConfig& config);
-  EntryPassages passages;
   NodesHeldFromBeyond held;
+  EntryPassages passages;
   Lanes lanes;  // whether a lane's data passed its node in time (Lanes::delivered_past_receiver)
   AttributionConfig config;
   // (receiver, comm) -> the steps of its collective network receives.

@@ -36,24 +36,24 @@ struct Reading {
   bool positive() const { return (holds || (full && !held_beyond)) && !passes; }
 };
 
-// A GPU where a tree's data turns back reads as an entry once its lags lose half a straight
-// turn (its passage crosses the chain twice): shifted, S (p - 1) above half a straight turn with
-// the slow GPU p GPUs up the chain, or below 0 where it holds its slots.
+// A GPU where a tree's data turns back, and that is no one-way entry of the communicator (whose
+// lags say the same with less noise: a turn crosses the slow GPU twice), passes its data on
+// where its turn shows a backlog after it (backlog_inside_node.hpp). Its lags say no more: a
+// straight turn is known within a step or two, enough to count whole buffers, not to tell a
+// turn that holds its slots from a straight one (a tree of three nodes of two GPUs whose entries
+// read 2.3 steps, against turns of 0.5: the GPU right after a slow one was named at 0.98).
 Reading read_lags(const Observations& obs, const EntryPassages& passages, uint32_t process,
                   const std::set<uint64_t>& comms, const std::set<uint64_t>& long_comms) {
   double e_sum = 0, e_sq = 0, x_sum = 0, x_sq = 0;
   uint32_t e_n = 0, x_n = 0;
+  bool turn_passes = false;
   for (const GlobalCommRank& c : obs.comm_ranks) {
     if (c.process != process || !comms.count(c.comm_hash)) continue;
     e_sum += c.entry_lag_sum;
     e_sq += c.entry_lag_sq_sum;
     e_n += c.entry_lag_samples;
-    if (const std::optional<double> turn = passages.straight_turn(process, c.comm_hash)) {
-      const double n = c.loop_lag_samples, half = *turn / 2;
-      e_sum += c.loop_lag_sum - n * half;
-      e_sq += c.loop_lag_sq_sum - 2 * half * c.loop_lag_sum + n * half * half;
-      e_n += c.loop_lag_samples;
-    }
+    turn_passes = turn_passes || (passages.reads_turn(process, c.comm_hash) &&
+                                  passages.backlog_steps(process, c.comm_hash).has_value());
     // With two GPUs the exit's backlog is the entry's lag: no second reading.
     if (!long_comms.count(c.comm_hash)) continue;
     x_sum += c.exit_shortfall_sum;
@@ -61,8 +61,8 @@ Reading read_lags(const Observations& obs, const EntryPassages& passages, uint32
     x_n += c.exit_shortfall_samples;
   }
   const LagSummary entry = summarize(e_sum, e_sq, e_n), exit = summarize(x_sum, x_sq, x_n);
-  return {entry, exit, significantly_below(entry, kHoldBound), significantly_above(entry, kPassBound),
-          significantly_above(exit, -kSlots / 2)};
+  return {entry, exit, significantly_below(entry, kHoldBound) && !turn_passes,
+          significantly_above(entry, kPassBound) || turn_passes, significantly_above(exit, -kSlots / 2)};
 }
 
 // Whether `process`'s network sends in `comms` wait for their receivers' credit more than for
@@ -218,8 +218,8 @@ std::vector<ConsumerPlacement> place_slow_consumers(const Observations& observat
                                                     const std::set<uint32_t>& own_measured) {
   std::vector<ConsumerPlacement> out;
   const std::map<uint32_t, std::set<uint64_t>> slow_comms = slow_consuming_comms(observations, facts);
-  const EntryPassages passages(observations);
   const NodesHeldFromBeyond held = nodes_held_from_beyond(observations, facts, context);
+  const EntryPassages passages(observations, held);
   for (uint32_t named : roots) {
     const Evidence& e = evidence[named];
     auto comms = slow_comms.find(named);

@@ -159,12 +159,14 @@ TEST(BacklogInsideNode, ATurnsBacklogIsCountedBeyondTwiceTheStraightPassage) {
   EXPECT_TRUE(tree.judge(1).slow_consume);
   // The backlog alone is judged against one-way entries only: a turn is no such lag.
   EXPECT_FALSE(passages.backlog_above_all(1, kComm).has_value());
-  // A turn that crosses the chain straight (the slow GPU right after it) has no backlog.
+  // A turn that crosses the chain straight (the slow GPU right after it) has no backlog; but a
+  // straight turn is not known closely enough to say that none waits after it (a turn that holds
+  // its slots may read as long).
   Tree straight;
   straight.turn_lags(1, {1.75, 1.8, 1.7, 1.78, 1.72, 1.76});
   straight.steady_lags({{2, 0.94}, {3, 0.84}, {4, 0.92}});
   EXPECT_FALSE(EntryPassages(straight.obs).backlog_steps(1, kComm).has_value());
-  EXPECT_TRUE(EntryPassages(straight.obs).no_backlog_after(1, kComm));
+  EXPECT_FALSE(EntryPassages(straight.obs).no_backlog_after(1, kComm));
 }
 
 // Each estimate of a straight turn errs long (a backlog only lengthens a passage), so the least
@@ -179,10 +181,13 @@ TEST(BacklogInsideNode, AnotherRootsTurnSetsTheStraightTurnWhereItIsShorter) {
   tree.steady_lags({{2, 2.3}, {3, 2.4}});
   const EntryPassages passages(tree.obs);
   EXPECT_FALSE(passages.backlog_steps(1, kComm).has_value());
-  EXPECT_TRUE(passages.no_backlog_after(1, kComm));
   ASSERT_TRUE(passages.straight_turn(1, kComm).has_value());
   EXPECT_NEAR(*passages.straight_turn(1, kComm), 0.88875, 1e-9);  // the other root's mean
-  // A turn of the same node is no reference: the slow GPU may hold it.
+  // Nor is the turn of a node held from beyond, whose buffers fill whatever its GPUs do (the
+  // other root of a tree of two nodes, whose sends waited on the consumer's node, turned its data
+  // in 16-33 steps, fresh seed 11127), or of the same node, which the slow GPU may hold.
+  const NodesHeldFromBeyond held = {{tree.obs.processes[4].host, kComm}};
+  EXPECT_NEAR(*EntryPassages(tree.obs, held).straight_turn(1, kComm), 2 * 2.325, 1e-9);
   tree.obs.processes[4].host = tree.obs.processes[1].host;
   EXPECT_NEAR(*EntryPassages(tree.obs).straight_turn(1, kComm), 2 * 2.325, 1e-9);
 }
