@@ -1,6 +1,5 @@
 #include "analysis/chain_order.hpp"
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 

@@ -92,15 +92,15 @@ std::string describe(const ProcessContext& context, uint32_t p, const Reading& r
 // lag beyond its communicator's straight passage, backlog_inside_node.hpp), the backlog B puts
 // the slow GPU p = 1 + round(B / S) GPUs after it (S (p - 1) steps: the table of
 // consumer_position.hpp), and the chain from the entry (chain_order.hpp, read from the order the
-// node's GPUs stop each channel) says which GPU that is. An entry held at all is held behind full buffers up
-// to the slow GPU, so where its lag stands within a quarter of a buffer of the straight
-// passage (no backlog) that GPU is the next one, p = 1 (a 3.95x consumer right after the entry
-// of a tree 22x5x2 under LL128, 97 % slower: the entry held 1462 us a step, its lag 0.18
-// steps). Every communicator whose order is read must point at the same GPU, one of those left
+// node's GPUs stop each channel) says which GPU that is. An entry held at all is held behind
+// full buffers up to the slow GPU, so where its lag stands within a quarter of a buffer of the
+// straight passage (no backlog) that GPU is the next one, p = 1 (a 3.95x consumer right after
+// the entry of a tree 22x5x2 under LL128, 97 % slower: the entry held 1462 us a step, its lag
+// 0.18 steps). Every communicator whose chain is read must point at the same GPU, one of those left
 // and inside the chain (the exit has its own reading), or, where the entry turns a tree's data
 // back at its root, up to the chain's top (a 2.88x consumer on the top GPU of a root node of a
-// tree 10x5x2 under LL, 47 % slower, fresh seed 11105: its turn read 24.2 steps, twice the
-// straight passage 0.9 plus 22.4, 2.8 buffers, p = 4). A lag between says nothing of how far:
+// tree 10x5x2 under LL, 47 % slower, fresh seed 11105: its turn read 24.2 steps, a straight
+// turn of 1.8 plus 22.4, 2.8 buffers, p = 4). A lag between says nothing of how far:
 // a buffer after the next GPU only partly full, or a straight passage read long; nor does a
 // backlog between two whole numbers of buffers (kWholeBuffersSlack).
 std::optional<uint32_t> along_the_chain(const Observations& obs, const ProcessContext& context,
