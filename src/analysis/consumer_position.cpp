@@ -41,7 +41,8 @@ struct Reading {
 // where its turn shows a backlog after it (backlog_inside_node.hpp). Its lags say no more: a
 // straight turn is known within a step or two, enough to count whole buffers, not to tell a
 // turn that holds its slots from a straight one (a tree of three nodes of two GPUs whose entries
-// read 2.3 steps, against turns of 0.5: the GPU right after a slow one was named at 0.98).
+// read 2.3 steps, against turns of 0.5: the turn's own GPU, before the slow one, was named at
+// 0.98).
 Reading read_lags(const Observations& obs, const EntryPassages& passages, uint32_t process,
                   const std::set<uint64_t>& comms, const std::set<uint64_t>& long_comms) {
   double e_sum = 0, e_sq = 0, x_sum = 0, x_sq = 0;
