@@ -84,7 +84,8 @@ class EntryPassages {
   bool backlog_after(uint32_t receiver, uint64_t comm) const { return backlog_steps(receiver, comm).has_value(); }
   // That backlog, in steps beyond the straight passage, where there is one. A GPU where a tree's
   // data turns back (loop_lag_*, pipeline/passage_lag.hpp) is read as an entry too, beyond a
-  // straight turn (turn_passage; no table's value stands in).
+  // straight turn (turn_passage; no table's value stands in), where the communicator has one-way
+  // entries at all (a tree of two nodes has none, and its other root's turn alone is not read).
   std::optional<double> backlog_steps(uint32_t receiver, uint64_t comm) const;
   // The one-way straight passage of `comm`, measured from two or more of its entries that pass
   // their data on.
