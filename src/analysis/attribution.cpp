@@ -38,6 +38,7 @@
 #include "analysis/own_time_evidence.hpp"
 #include "analysis/own_time_roots.hpp"
 #include "analysis/peer_roles.hpp"
+#include "analysis/queued_holds.hpp"
 #include "analysis/receiver_explanations.hpp"
 #include "analysis/sequence_hang.hpp"
 #include "analysis/silent_gpus.hpp"
@@ -95,11 +96,14 @@ void describe_evidence(const ProcessContext& context, const std::vector<Evidence
 // Each rank's measured own time and work per gated step, and whose work stood out
 // (NCCL_CULPRIT_DEBUG=1).
 void describe_own_holds(const ProcessContext& context, const Observations& obs,
+                        const std::map<uint64_t, CommBaseline>& baselines,
                         const std::vector<OwnHoldVerdict>& verdicts, std::vector<std::string>& out) {
   const auto work = gated_work_per_step(obs);
   for (const auto& [who, own] : gated_own_time_per_step(obs)) {
     std::string line = "own time " + context.name_of(who.first) + " comm " + std::to_string(who.second) + " " +
                        std::to_string(own) + " ns/step, work " + std::to_string(work.at(who)) + " ns/step";
+    if (auto base = baselines.find(who.second); base != baselines.end())
+      line += ", step scale " + std::to_string(base->second.cycle_ns) + " ns";
     for (const OwnHoldVerdict& v : verdicts)
       if (v.process == who.first && v.comm == who.second)
         line += " stands out by " + std::to_string(v.excess.ns) + " ns (margin " +
@@ -177,10 +181,12 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
       own_delay.all_work_measured() ? std::vector<MemberWait>{} : member_waits(obs, facts.edges, roles.get());
   const ArrivalJudgement arrivals = judge_arrivals(members);
   explain_receivers({obs, facts.edges, context, lanes, own_delay, roles, arrivals}, cfg, evidence, holds, out.notes);
-  const std::vector<OwnHoldVerdict> own_holds =
+  const std::vector<OwnHoldVerdict> peer_holds =
       judge_own_holds(obs, facts.baselines, cfg, replica_groups_of(context, obs));
+  const std::vector<OwnHoldVerdict> queued_holds = judge_queued_holds(obs, facts.baselines, cfg);
+  const std::vector<OwnHoldVerdict> own_holds = merge_own_hold_verdicts(peer_holds, queued_holds);
   offer_slow_own_holds(obs, own_holds, evidence);
-  describe_own_holds(context, obs, own_holds, out.evidence);
+  describe_own_holds(context, obs, facts.baselines, own_holds, out.evidence);
   const auto held_from_beyond = [&](const MemberWait& m) {
     return lanes.node_backpressured(context.host_of(m.process), m.comm_hash, m.process, cfg);
   };
@@ -192,7 +198,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
   mark_hangs(obs, context, in_flight, evidence);
   std::vector<std::string> named_by = mark_flight_recorder_stops(flight, evidence);
   add_starved_by_link_holds(context, evidence, own_delay.late_ns, holds);
-  add_node_interior_holds(context, evidence, own_delay.late_ns, holds);
+  add_node_interior_holds(context, evidence, own_delay.late_ns, holds, slow_own_holders(own_holds));
   drop_holds_of_own_time_roots(own_delay, facts.edges, holds);
   drop_holds_of_slow_own_holds(own_holds, holds);
   drop_holds_of_stopped(evidence, holds);
@@ -203,7 +209,7 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
 
   std::vector<uint32_t> roots = roots_of(holds, evidence);
   const std::vector<ConsumerPlacement> placements =
-      place_slow_consumers(obs, facts.edges, context, evidence, roots, slow_own_holders(own_holds));
+      place_slow_consumers(obs, facts.edges, context, evidence, roots, slow_own_holders(peer_holds));
   apply_consumer_placements(placements, context, evidence, roots, out.notes);
   std::vector<uint32_t> unplaced = roots;
   for (const ConsumerPlacement& p : placements) {
@@ -212,6 +218,9 @@ Attribution attribute(const Observations& given, const AttributionConfig& cfg) {
     std::erase(unplaced, p.placed);
     named_by[p.placed] = named_by[p.named];
   }
+  // A GPU that queued its own steps is the one its lane waits for: nothing it holds hides
+  // another consumer.
+  for (uint32_t p : slow_own_holders(queued_holds)) std::erase(unplaced, p);
   share_with_hidden_consumers(hidden_consumer_candidates(obs, facts.edges, context, evidence, unplaced), context,
                               evidence, out.notes);
   note_silent_gpus_beside_roots(silent_gpus_beside_roots(roots, evidence, context.processes()), evidence, context,

@@ -37,7 +37,8 @@ void add_starved_by_link_holds(const ProcessContext& context, const std::vector<
 }
 
 void add_node_interior_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
-                             const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds) {
+                             const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds,
+                             const std::set<uint32_t>& own_holders) {
   const std::map<uint32_t, std::set<uint64_t>> comms_of = context.comms_of_processes();
   auto share_a_comm = [&](uint32_t a, uint32_t b) {
     auto ca = comms_of.find(a), cb = comms_of.find(b);
@@ -53,9 +54,12 @@ void add_node_interior_holds(const ProcessContext& context, const std::vector<Ev
                                       evidence[p].culprit_class == CulpritClass::kGpuConsumer;
     return x != p && share_a_comm(p, x) && !late_beside_consumer;
   };
+  // Own time measured outranks a delay read from waits: kernel clocks first, then a hold set
+  // against the output slots.
+  auto measured = [&](uint32_t p) { return kernel_late_ns[p] > 0 ? 2 : own_holders.count(p) > 0 ? 1 : 0; };
   auto stronger = [&](uint32_t a, uint32_t b) {
-    bool a_kernel = kernel_late_ns[a] > 0, b_kernel = kernel_late_ns[b] > 0;
-    return a_kernel != b_kernel ? a_kernel : evidence[a].outranks(evidence[b]);
+    const int a_measured = measured(a), b_measured = measured(b);
+    return a_measured != b_measured ? a_measured > b_measured : evidence[a].outranks(evidence[b]);
   };
   std::map<std::string, std::vector<uint32_t>> on_host;  // the evidence that counts on each node
   for (uint32_t p = 0; p < evidence.size(); ++p) {

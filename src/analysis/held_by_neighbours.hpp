@@ -19,6 +19,8 @@
 //     separate pipelines (or data-parallel groups alone) exchange no data at all.
 #pragma once
 
+#include <cstdint>
+#include <set>
 #include <vector>
 
 #include "analysis/process_context.hpp"
@@ -31,7 +33,11 @@ namespace culprit {
 void add_starved_by_link_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
                                const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds);
 
+// `own_holders`: the GPUs whose hold set against their output slots stood out (own_holds.hpp,
+// queued_holds.hpp). What such a GPU held after its inputs had arrived and its output slots
+// were free is its own; its node peers' holds cannot make it, and it makes theirs.
 void add_node_interior_holds(const ProcessContext& context, const std::vector<Evidence>& evidence,
-                             const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds);
+                             const std::vector<double>& kernel_late_ns, std::vector<WaitEdge>& holds,
+                             const std::set<uint32_t>& own_holders = {});
 
 }  // namespace culprit

@@ -121,6 +121,30 @@ TEST(NodeInterior, KernelEvidenceOutranksLongerProxyEvidenceAndAHangOutranksTime
   EXPECT_DOUBLE_EQ(holds[0].weight_ns, 9000);
 }
 
+// A tree 12x4x4 under LL whose 2.36x consumer (GPU 3 of node 0) made the job 33 % slower (fresh
+// seed 11131): each of the node's four GPUs held its network inputs about as long (19.6-22.7 ms
+// in all), and another entry, with a little more, was named first. The consumer's steps, set
+// against its free output slots, queued seven of its own (90.8 us held, 12.8 us worked): a
+// hold measured so is the node's, and the others' are its backpressure.
+TEST(NodeInterior, AHoldSetAgainstTheOutputSlotsOutranksALongerHoldReadFromWaits) {
+  ProcessContext ctx(job({"a", "a", "a"}, 3));
+  std::vector<Evidence> ev(3);
+  ev[0] = offered(9000, CulpritClass::kGpuConsumer);  // the entry
+  ev[2] = offered(4000, CulpritClass::kGpuConsumer);  // its own hold measured
+  std::vector<WaitEdge> holds;
+  add_node_interior_holds(ctx, ev, {0, 0, 0}, holds, {2});
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].from, 0u);
+  EXPECT_EQ(holds[0].to, 2u);
+  // Kernel clocks still outrank it.
+  holds.clear();
+  ev[1] = offered(1000, CulpritClass::kGpuProducer);
+  add_node_interior_holds(ctx, ev, {0, 1000, 0}, holds, {2});
+  ASSERT_EQ(holds.size(), 1u);
+  EXPECT_EQ(holds[0].from, 0u);
+  EXPECT_EQ(holds[0].to, 2u);  // a GPU late by its own work does not hold a consumer
+}
+
 // A ring 3x2x4 with a 1.62x consumer and a 1.27x slow GPU on one node (seed 60221, 6 % and
 // 12 % alone): the GPU, late by its own work, withholds its peer's credit at the start of each
 // collective, but the consumer held its inputs at every step. It stays a root; a late post
