@@ -1,7 +1,9 @@
 // The attribution as a pipeline of passes (docs/attribution.md describes each):
 //   1. context          process_context.hpp
 //   2. connection facts connection_facts.hpp (receiver_peers, slow_wire, edge_stats)
-//   3. own time         own_delay.hpp, own_time_evidence.hpp; without kernel clocks also
+//   3. own time         own_delay.hpp, own_time_evidence.hpp; holds set against the output
+//                       slots: own_holds.hpp (against peers), queued_holds.hpp (a queue of
+//                       its own steps); without kernel clocks also
 //                       last_arrival_time.hpp (last_arrivals.hpp); hangs: sequence_hang.hpp,
 //                       inflight_hang.hpp, flight_recorder_hang.hpp
 //   4. explanations     receiver_explanations.hpp (lanes.hpp), held_by_neighbours.hpp;

@@ -10,7 +10,8 @@
 //     up its sender's node, so it counts on both ends' nodes. A GPU whose own work is
 //     measurably slow (kernel clocks) explains the GPU-side delays of its node peers, and
 //     the reverse cannot happen (a slow consumer does not lengthen another GPU's own work),
-//     so kernel evidence outranks proxy-derived evidence. Not a consumer's, though: a GPU late
+//     so kernel evidence outranks proxy-derived evidence, and a hold set against the output
+//     slots outranks the rest (own_holds.hpp, queued_holds.hpp). Not a consumer's, though: a GPU late
 //     by its own work withholds its node peers' credit at the start of each collective, and
 //     its steps inside the kernel are short beside a transfer, while a GPU named slow to
 //     consume held its inputs at every step (in traces the receive explanations ask that of
