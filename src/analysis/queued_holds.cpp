@@ -7,7 +7,8 @@
 
 namespace culprit {
 
-std::vector<OwnHoldVerdict> judge_queued_holds(const Observations& obs, const std::map<uint64_t, CommBaseline>& baselines,
+std::vector<OwnHoldVerdict> judge_queued_holds(const Observations& obs,
+                                               const std::map<uint64_t, CommBaseline>& baselines,
                                                const AttributionConfig& cfg) {
   const auto own = gated_own_time_per_step(obs);
   std::vector<OwnHoldVerdict> verdicts;
@@ -22,7 +23,8 @@ std::vector<OwnHoldVerdict> judge_queued_holds(const Observations& obs, const st
   return verdicts;
 }
 
-std::vector<OwnHoldVerdict> merge_own_hold_verdicts(std::vector<OwnHoldVerdict> a, const std::vector<OwnHoldVerdict>& b) {
+std::vector<OwnHoldVerdict> merge_own_hold_verdicts(std::vector<OwnHoldVerdict> a,
+                                                    const std::vector<OwnHoldVerdict>& b) {
   for (const OwnHoldVerdict& v : b) {
     auto same = std::find_if(a.begin(), a.end(),
                              [&](const OwnHoldVerdict& u) { return u.process == v.process && u.comm == v.comm; });

@@ -38,6 +38,7 @@ std::vector<OwnHoldVerdict> judge_queued_holds(const Observations& observations,
                                                const AttributionConfig& config);
 
 // `a` and `b` as one list, one verdict per (process, communicator): the larger excess.
-std::vector<OwnHoldVerdict> merge_own_hold_verdicts(std::vector<OwnHoldVerdict> a, const std::vector<OwnHoldVerdict>& b);
+std::vector<OwnHoldVerdict> merge_own_hold_verdicts(std::vector<OwnHoldVerdict> a,
+                                                    const std::vector<OwnHoldVerdict>& b);
 
 }  // namespace culprit
