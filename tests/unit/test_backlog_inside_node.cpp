@@ -181,6 +181,7 @@ TEST(BacklogInsideNode, AnotherRootsTurnSetsTheStraightTurnWhereItIsShorter) {
   tree.steady_lags({{2, 2.3}, {3, 2.4}});
   const EntryPassages passages(tree.obs);
   EXPECT_FALSE(passages.backlog_steps(1, kComm).has_value());
+  EXPECT_FALSE(passages.no_backlog_after(1, kComm));  // never said of a turn, whatever its reference
   ASSERT_TRUE(passages.straight_turn(1, kComm).has_value());
   EXPECT_NEAR(*passages.straight_turn(1, kComm), 0.88875, 1e-9);  // the other root's mean
   // Nor is the turn of a node held from beyond, whose buffers fill whatever its GPUs do (the
