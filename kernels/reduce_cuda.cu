@@ -59,13 +59,15 @@ struct KeyDecomposer {
   }
 };
 
-// The twenty-one values of an EdgeSummary, in its field order after the key: sums, except
+// The twenty-four values of an EdgeSummary, in its field order after the key: sums, except
 // the minima: slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that
 // know it, and slot kSendOpMinSlot, the quickest send op's SendWait per step over the
-// kSendOpMinSlot + 1 send ops with steps.
-constexpr int kSumCount = 21;
+// kSendOpMinSlot + 1 send ops with steps; and the worst receive op's three values from
+// kWorstRecvSlot (per step, RecvGpuWait, steps), the larger of two by that order.
+constexpr int kSumCount = 24;
 constexpr int kMinSlot = 16;
 constexpr int kSendOpMinSlot = 19;
+constexpr int kWorstRecvSlot = 21;
 struct Sums {
   uint64_t v[kSumCount];
 };
@@ -74,6 +76,13 @@ static_assert(sizeof(Sums) == sizeof(EdgeSummary) - sizeof(EdgeKey));
 __host__ __device__ inline uint64_t sat_add(uint64_t a, uint64_t b) {
   uint64_t s = a + b;
   return s < a ? ~uint64_t{0} : s;  // unsigned overflow wrapped around
+}
+
+// Whether a's worst receive op is worse than (or the same as) b's.
+__host__ __device__ inline bool worse_recv_op(const Sums& a, const Sums& b) {
+  for (int k = kWorstRecvSlot; k < kWorstRecvSlot + 3; ++k)
+    if (a.v[k] != b.v[k]) return a.v[k] > b.v[k];
+  return true;
 }
 
 struct MergeSums {
@@ -86,6 +95,9 @@ struct MergeSums {
       const uint64_t a_ops = a.v[m + 1], b_ops = b.v[m + 1];
       r.v[m] = a_ops == 0 ? b.v[m] : b_ops == 0 ? a.v[m] : (a.v[m] < b.v[m] ? a.v[m] : b.v[m]);
     }
+    // As keep_worst_recv_op on the CPU: the lexicographically larger triple.
+    const Sums& worst = worse_recv_op(a, b) ? a : b;
+    for (int k = kWorstRecvSlot; k < kWorstRecvSlot + 3; ++k) r.v[k] = worst.v[k];
     return r;
   }
 };
@@ -126,6 +138,11 @@ struct Contribution {
       if (r.has_recv_gpu_wait_min) {
         s.v[kMinSlot] = r.recv_gpu_wait_min_ns;  // recv_gpu_wait_min_ns
         s.v[kMinSlot + 1] = 1;                   // recv_gpu_wait_min_ops
+      }
+      if (steps) {
+        s.v[kWorstRecvSlot] = r.phase_ns[5] / steps;  // recv_worst_op_step_ns
+        s.v[kWorstRecvSlot + 1] = r.phase_ns[5];      // recv_worst_op_gpu_wait_ns
+        s.v[kWorstRecvSlot + 2] = steps;              // recv_worst_op_steps
       }
     }
     return s;

@@ -91,7 +91,14 @@ struct EdgeView {
   // The quickest send op's SendWait per step, where its send ops carry steps
   // (EdgeSummary::send_op_wait_min_ns).
   std::optional<double> quickest_op_send_wait_ns;
+  // RecvGpuWait per step without its worst receive op, where kMinOpsForWorstLeftOut or more
+  // receive ops carry steps (EdgeSummary::recv_worst_op_*); else its RecvGpuWait per step.
+  double consume_typical_ns = 0;
 };
+
+// Receive ops a connection needs before its worst one is left out of its typical hold: with
+// fewer, one op is a third of what is known or more.
+inline constexpr uint64_t kMinOpsForWorstLeftOut = 3;
 
 EdgeView view_of(const EdgeSummary& e);
 

@@ -12,6 +12,12 @@ const int kReceiverPhases[] = {kSendPeerWait, kRecvFlushWait, kRecvGpuWait};
 
 bool has_half_of(const EdgeView& v, int phase) { return phase == kSendPeerWait ? v.has_send : v.has_recv; }
 
+// A phase per step as the receiver is judged by it: its consumption without its worst receive
+// op (receiver_peers.hpp), the others whole.
+double judged_step_ns(const EdgeView& v, int phase) {
+  return phase == kRecvGpuWait ? v.consume_typical_ns : v.step_ns[phase];
+}
+
 constexpr int32_t kNoPeer = -1, kSeveralPeers = -2;
 
 // Records `peer` as one of a sending channel end's peers: the only one so far, or several.
@@ -30,8 +36,9 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
     ++fan_in_[{k.comm_hash, k.dst_rank, k.channel}];  // a connection recorded by its sender counts too
     if (v.has_recv) {
       inputs_of_[{k.comm_hash, k.dst_rank, k.channel}].push_back(&v);
-      auto [quickest, first] = quickest_hold_.try_emplace({k.comm_hash, k.dst_rank}, v.step_ns[kRecvGpuWait]);
-      if (!first) quickest->second = std::min(quickest->second, v.step_ns[kRecvGpuWait]);
+      const double hold = judged_step_ns(v, kRecvGpuWait);
+      auto [quickest, first] = quickest_hold_.try_emplace({k.comm_hash, k.dst_rank}, hold);
+      if (!first) quickest->second = std::min(quickest->second, hold);
     }
     if (v.has_send) {
       double& blocked = output_blocked_[{k.comm_hash, k.src_rank, k.channel}];
@@ -44,7 +51,7 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
     for (int p : kReceiverPhases)
       if (has_half_of(v, p)) {
         Group& g = groups_[kind_of(k)][p];
-        g.members.emplace_back(v.step_ns[p], std::make_pair(k.comm_hash, k.dst_rank));
+        g.members.emplace_back(judged_step_ns(v, p), std::make_pair(k.comm_hash, k.dst_rank));
         if (p == kRecvGpuWait) g.unblocked.emplace_back(unblocked_hold(v), std::make_pair(k.comm_hash, k.dst_rank));
       }
   }
@@ -168,12 +175,12 @@ bool ReceiverPeers::returns_to_sender(const EdgeKey& key) const {
 double ReceiverPeers::unblocked_hold(const EdgeView& view) const {
   const EdgeKey& k = view.edge->key;
   auto blocked = output_blocked_.find({k.comm_hash, k.dst_rank, k.channel});
-  const double hold = view.step_ns[kRecvGpuWait];
+  const double hold = judged_step_ns(view, kRecvGpuWait);
   return blocked == output_blocked_.end() ? hold : std::max(0.0, hold - blocked->second);
 }
 
 double ReceiverPeers::held_value(const EdgeView& view, int phase, bool combines) const {
-  const double value = view.step_ns[phase];
+  const double value = judged_step_ns(view, phase);
   return phase != kRecvFlushWait && combines ? std::max(0.0, value - sibling_wait(view)) : value;
 }
 

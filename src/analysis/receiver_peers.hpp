@@ -55,6 +55,17 @@
 // connection's shortest RecvGpuWait step must stand above its kind's typical shortest step by
 // the floors of §1 (rel_floor of the step scale and abs_floor_ns); else it is no slow
 // consumption. Without step times (probing's sums) the mean alone judges.
+//
+// And in every operation. A GPU slow to consume holds every receive op alike; one operation's
+// stall (a kernel that started late, a burst of work) holds that op's steps alone, and summed
+// over the window it can look like a consumer. So a connection's consumption is judged by its
+// RecvGpuWait per step without its worst receive op, where three or more ops carry steps (with
+// fewer, one op is a third of what is known), its peers' alike. Measured on two healthy trees
+// under LL with heavy compute (fresh seeds 11137 and 11143, both named gpu_consumer at 0.98):
+// an interior GPU held one input 24-36 us a step in seven ops and 1062 us in one (446 us
+// in one op, 25-33 us in seven in the other), and its peers of the same channel held theirs as
+// long in the same operation; a slow consumer of a tree (4.66x) held 464-537 us in each of
+// eight.
 #pragma once
 
 #include <map>

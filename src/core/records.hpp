@@ -252,6 +252,13 @@ struct EdgeSummary {
   // time fills now and then, leaves some op quick (analysis/send_wait_peers.hpp).
   uint64_t send_op_wait_min_ns = 0;
   uint64_t send_op_wait_min_ops = 0;
+  // The receive op with the longest RecvGpuWait per step (its phase_ns[kRecvGpuWait] / steps,
+  // in whole ns; ties to the larger sum, then steps): that per step, its RecvGpuWait and its
+  // steps (all 0: no receive op with steps). A GPU slow to consume holds every op; a hold of one
+  // operation (a late kernel, a stall) is that op alone (analysis/receiver_peers.hpp).
+  uint64_t recv_worst_op_step_ns = 0;
+  uint64_t recv_worst_op_gpu_wait_ns = 0;
+  uint64_t recv_worst_op_steps = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

@@ -14,6 +14,7 @@
 #include <exception>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "kernels/reduce_cuda.hpp"
@@ -76,6 +77,17 @@ inline uint64_t min_of_known(uint64_t a, uint64_t a_ops, uint64_t b, uint64_t b_
   return std::min(a, b);
 }
 
+// The worst receive op of two (recv_worst_op_*): the longer per step, ties to the larger sum,
+// then steps, so that any order of merging keeps the same one.
+inline void keep_worst_recv_op(EdgeSummary& into, uint64_t step_ns, uint64_t gpu_wait_ns, uint64_t steps) {
+  const auto candidate = std::tie(step_ns, gpu_wait_ns, steps);
+  if (candidate <= std::tie(into.recv_worst_op_step_ns, into.recv_worst_op_gpu_wait_ns, into.recv_worst_op_steps))
+    return;
+  into.recv_worst_op_step_ns = step_ns;
+  into.recv_worst_op_gpu_wait_ns = gpu_wait_ns;
+  into.recv_worst_op_steps = steps;
+}
+
 inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
   if (r.is_send) {
     s.phase_ns[kSendGpuWait] = saturating_add(s.phase_ns[kSendGpuWait], r.phase_ns[kSendGpuWait]);
@@ -109,6 +121,7 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
       s.recv_gpu_wait_min_ns = min_of_known(s.recv_gpu_wait_min_ns, s.recv_gpu_wait_min_ops, r.recv_gpu_wait_min_ns, 1);
       s.recv_gpu_wait_min_ops = saturating_add(s.recv_gpu_wait_min_ops, 1);
     }
+    if (r.steps) keep_worst_recv_op(s, r.phase_ns[kRecvGpuWait] / r.steps, r.phase_ns[kRecvGpuWait], r.steps);
   }
 }
 
@@ -131,6 +144,7 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.send_op_wait_min_ns = min_of_known(into.send_op_wait_min_ns, into.send_op_wait_min_ops,
                                           s.send_op_wait_min_ns, s.send_op_wait_min_ops);
   into.send_op_wait_min_ops = saturating_add(into.send_op_wait_min_ops, s.send_op_wait_min_ops);
+  keep_worst_recv_op(into, s.recv_worst_op_step_ns, s.recv_worst_op_gpu_wait_ns, s.recv_worst_op_steps);
 }
 
 inline bool window_less(const CommWindow& a, const CommWindow& b) { return a.comm_hash < b.comm_hash; }

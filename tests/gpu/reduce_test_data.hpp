@@ -129,10 +129,21 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
         if (s.send_op_wait_min_ops == 0 || per_step < s.send_op_wait_min_ns) s.send_op_wait_min_ns = per_step;
         clamp_add(s.send_op_wait_min_ops, 1);
       }
-    } else if (r.has_recv_gpu_wait_min) {
-      if (s.recv_gpu_wait_min_ops == 0 || r.recv_gpu_wait_min_ns < s.recv_gpu_wait_min_ns)
-        s.recv_gpu_wait_min_ns = r.recv_gpu_wait_min_ns;
-      clamp_add(s.recv_gpu_wait_min_ops, 1);
+    } else {
+      if (r.has_recv_gpu_wait_min) {
+        if (s.recv_gpu_wait_min_ops == 0 || r.recv_gpu_wait_min_ns < s.recv_gpu_wait_min_ns)
+          s.recv_gpu_wait_min_ns = r.recv_gpu_wait_min_ns;
+        clamp_add(s.recv_gpu_wait_min_ops, 1);
+      }
+      if (r.steps) {  // the worst receive op: longest RecvGpuWait per step, then sum, then steps
+        const uint64_t steps = r.steps, per_step = r.phase_ns[5] / steps;
+        if (std::make_tuple(per_step, r.phase_ns[5], steps) >
+            std::make_tuple(s.recv_worst_op_step_ns, s.recv_worst_op_gpu_wait_ns, s.recv_worst_op_steps)) {
+          s.recv_worst_op_step_ns = per_step;
+          s.recv_worst_op_gpu_wait_ns = r.phase_ns[5];
+          s.recv_worst_op_steps = steps;
+        }
+      }
     }
   }
   std::vector<EdgeSummary> out;

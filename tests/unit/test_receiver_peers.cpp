@@ -339,5 +339,37 @@ TEST(ReceiverPeers, SlowConsumptionMustBeInEveryStep) {
   EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 29000);
 }
 
+TEST(ReceiverPeers, SlowConsumptionMustBeInEveryOperation) {
+  // Five receive ops of two steps each per connection. Receiver 3 holds 30 us a step on average,
+  // 29 us above its peers: enough by the mean.
+  std::vector<EdgeSummary> edges = ring_of_six();
+  auto with_worst_op = [&](double receiver3_worst_op_us_per_step) {
+    for (size_t i = 0; i < edges.size(); ++i) {
+      EdgeSummary& e = edges[i];
+      e.recv_ops = 5;
+      e.recv_worst_op_steps = 2;
+      e.recv_worst_op_step_ns = static_cast<uint64_t>((i == 2 ? receiver3_worst_op_us_per_step : 1.0) * 1000);
+      e.recv_worst_op_gpu_wait_ns = 2 * e.recv_worst_op_step_ns;
+    }
+    return views_of(edges);
+  };
+  edges[2].phase_ns[kRecvGpuWait] = 30 * 1000 * kSteps;
+  AttributionConfig cfg;
+  // One operation held 146 us a step and the other four 1 us, as quick as the peers: a hold of
+  // one operation (a late kernel, a stall), not a GPU slow to consume.
+  std::vector<EdgeView> views = with_worst_op(146.0);
+  EXPECT_DOUBLE_EQ(views[2].consume_typical_ns, 1000);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 0);
+  // Every operation slow (31 us a step at worst, 29.75 in the other four): 28.75 us above them.
+  views = with_worst_op(31.0);
+  EXPECT_DOUBLE_EQ(views[2].consume_typical_ns, 29750);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 28750);
+  // With two operations one is half of what is known: nothing is left out.
+  for (EdgeSummary& e : edges) e.recv_ops = 2;
+  views = views_of(edges);
+  EXPECT_DOUBLE_EQ(views[2].consume_typical_ns, 30000);
+  EXPECT_DOUBLE_EQ(ReceiverPeers(views, cfg).anomaly(views[2], kRecvGpuWait, kCycleNs).ns, 29000);
+}
+
 }  // namespace
 }  // namespace culprit

@@ -271,26 +271,49 @@ TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
   EXPECT_EQ(out[0].recv_gpu_wait_min_ns, 5000u);
 }
 
+// Ops of one connection (rank 0 sends to rank 1): a send sets `send_phase`, a receive
+// `recv_phase`, to its value.
+std::vector<ProxyOpRecord> ops_of_one_connection(const std::vector<bool>& is_send, const std::vector<uint32_t>& steps,
+                                                 int send_phase, int recv_phase, const std::vector<uint64_t>& values) {
+  std::vector<ProxyOpRecord> records(is_send.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    records[i].comm_hash = 7;
+    records[i].is_send = is_send[i];
+    records[i].rank = is_send[i] ? 0 : 1;
+    records[i].peer = is_send[i] ? 1 : 0;
+    records[i].steps = steps[i];
+    records[i].phase_ns[is_send[i] ? send_phase : recv_phase] = values[i];
+  }
+  return records;
+}
+
 TEST(ReduceCpu, QuickestSendOpIsTheSmallestSendWaitPerStepOverTheSendsWithSteps) {
   // Three sends of one connection: 4 steps in 800 us, 2 steps in 100 us, and one without steps
   // (nothing to divide by) that must not count; a receive of the same connection neither.
-  std::vector<ProxyOpRecord> records(4);
-  const uint64_t send_wait[] = {800000, 100000, 5, 1};
-  const uint32_t steps[] = {4, 2, 0, 1};
-  for (size_t i = 0; i < records.size(); ++i) {
-    records[i].comm_hash = 7;
-    records[i].is_send = i < 3;
-    records[i].rank = records[i].is_send ? 0 : 1;
-    records[i].peer = records[i].is_send ? 1 : 0;
-    records[i].steps = steps[i];
-    records[i].phase_ns[records[i].is_send ? kSendWait : kRecvWait] = send_wait[i];
-  }
+  const std::vector<ProxyOpRecord> records =
+      ops_of_one_connection({true, true, true, false}, {4, 2, 0, 1}, kSendWait, kRecvWait, {800000, 100000, 5, 1});
   for (size_t split = 0; split <= records.size(); ++split) {
     // Reduced whole, and as two parts merged: the same minimum and count.
     std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].send_op_wait_min_ops, 2u) << "split " << split;
     EXPECT_EQ(out[0].send_op_wait_min_ns, 50000u) << "split " << split;
+  }
+}
+
+TEST(ReduceCpu, WorstReceiveOpIsTheLongestRecvGpuWaitPerStepTiesToTheLargerSum) {
+  // Four receives of one connection: 30 us a step over 4 steps, a one-off 900 us a step over 2,
+  // 900 us a step over 1 (a tie per step: the larger sum stands), and one without steps that
+  // must not count; a send of the same connection neither.
+  const std::vector<ProxyOpRecord> records =
+      ops_of_one_connection({false, false, false, false, true}, {4, 2, 1, 0, 1}, kSendWait, kRecvGpuWait,
+                            {120000, 1800000, 900000, 7, 5000000});
+  for (size_t split = 0; split <= records.size(); ++split) {
+    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].recv_worst_op_step_ns, 900000u) << "split " << split;
+    EXPECT_EQ(out[0].recv_worst_op_gpu_wait_ns, 1800000u) << "split " << split;
+    EXPECT_EQ(out[0].recv_worst_op_steps, 2u) << "split " << split;
   }
 }
 
