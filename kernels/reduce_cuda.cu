@@ -59,15 +59,17 @@ struct KeyDecomposer {
   }
 };
 
-// The twenty-four values of an EdgeSummary, in its field order after the key: sums, except
+// The twenty-five values of an EdgeSummary, in its field order after the key: sums, except
 // the minima: slot kMinSlot, the shortest RecvGpuWait step over the kMinSlot + 1 ops that
 // know it, and slot kSendOpMinSlot, the quickest send op's SendWait per step over the
-// kSendOpMinSlot + 1 send ops with steps; and the worst receive op's three values from
-// kWorstRecvSlot (per step, RecvGpuWait, steps), the larger of two by that order.
-constexpr int kSumCount = 24;
+// kSendOpMinSlot + 1 send ops with steps; the worst receive op's three values from
+// kWorstRecvSlot (per step, RecvGpuWait, steps), the larger of two by that order; and a
+// maximum, slot kSendWaitMinMaxSlot, the largest shortest SendWait step of a send op.
+constexpr int kSumCount = 25;
 constexpr int kMinSlot = 16;
 constexpr int kSendOpMinSlot = 19;
 constexpr int kWorstRecvSlot = 21;
+constexpr int kSendWaitMinMaxSlot = 24;
 struct Sums {
   uint64_t v[kSumCount];
 };
@@ -98,6 +100,8 @@ struct MergeSums {
     // As keep_worst_recv_op on the CPU: the lexicographically larger triple.
     const Sums& worst = worse_recv_op(a, b) ? a : b;
     for (int k = kWorstRecvSlot; k < kWorstRecvSlot + 3; ++k) r.v[k] = worst.v[k];
+    const uint64_t a_max = a.v[kSendWaitMinMaxSlot], b_max = b.v[kSendWaitMinMaxSlot];
+    r.v[kSendWaitMinMaxSlot] = a_max > b_max ? a_max : b_max;
     return r;
   }
 };
@@ -122,6 +126,7 @@ struct Contribution {
       if (r.send_wait_min_ns) {
         s.v[14] = r.send_wait_min_ns;  // send_wait_min_sum_ns
         s.v[15] = 1;                   // send_wait_min_ops
+        s.v[kSendWaitMinMaxSlot] = r.send_wait_min_ns;  // send_wait_min_max_ns
       }
       s.v[18] = r.wire_queued_steps;  // send_wire_queued_steps
       if (steps) {

@@ -46,7 +46,10 @@ EdgeView view_of(const EdgeSummary& e) {
                        queued_ns > v.step_ns[kSendPeerWait];
   }
   if (e.send_wait_min_ops)
-    v.send_wait_min_ns = static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
+    v.send_wait_min_ns = e.send_wait_min_ops >= kMinOpsForWorstLeftOut
+                             ? static_cast<double>(e.send_wait_min_sum_ns - e.send_wait_min_max_ns) /
+                                   static_cast<double>(e.send_wait_min_ops - 1)
+                             : static_cast<double>(e.send_wait_min_sum_ns) / static_cast<double>(e.send_wait_min_ops);
   // Send ops of one step each (a small message over many channels): no busy time after a first
   // completion, but that one step found its wire idle (the op before on the connection ended
   // with its last send completed) and nothing queued behind it, so its SendWait is the wire's

@@ -76,7 +76,11 @@ struct EdgeView {
   // Time the wire was busy per step (0 when unknown): one chunk's transfer, plus latency
   // where nothing was queued; free of waiting for data, credit or other sends.
   double wire_ns = 0;
-  // Mean over send ops of their shortest step SendWait (0 when unknown).
+  // Mean over send ops of their shortest step SendWait (0 when unknown), without the op whose
+  // shortest step was the longest where kMinOpsForWorstLeftOut or more ops have one: a slow
+  // wire slows every op's quickest step, one op whose recorded steps all queued behind a burst
+  // of credit does not make a wire slow (a healthy tree+dp under LL, fresh seed 11139: one op
+  // of eight at 46 us, the others 12-13, was named a slow link first, ahead of the true one).
   double send_wait_min_ns = 0;
   // Nearly every step of its sends queued behind the previous one (kSaturatedShare), several
   // sends in flight (kSaturatedDepth), and its sends waited longer in the wire's queue than
@@ -96,8 +100,8 @@ struct EdgeView {
   double consume_typical_ns = 0;
 };
 
-// Receive ops a connection needs before its worst one is left out of its typical hold: with
-// fewer, one op is a third of what is known or more.
+// Ops of a connection (receive ops for its hold, send ops for its shortest send) needed before
+// its worst one is left out: with fewer, one op is a third of what is known or more.
 inline constexpr uint64_t kMinOpsForWorstLeftOut = 3;
 
 EdgeView view_of(const EdgeSummary& e);

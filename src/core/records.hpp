@@ -259,6 +259,10 @@ struct EdgeSummary {
   uint64_t recv_worst_op_step_ns = 0;
   uint64_t recv_worst_op_gpu_wait_ns = 0;
   uint64_t recv_worst_op_steps = 0;
+  // The largest ProxyOpRecord::send_wait_min_ns of the send ops that have it (of
+  // send_wait_min_sum_ns): a slow wire slows the quickest step of every op; one op whose steps
+  // all queued (a burst of credit) is that op alone (analysis/slow_wire.hpp).
+  uint64_t send_wait_min_max_ns = 0;
 };
 static_assert(std::is_trivially_copyable_v<EdgeSummary>);
 

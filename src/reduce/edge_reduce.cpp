@@ -103,6 +103,7 @@ inline void add_record(EdgeSummary& s, const ProxyOpRecord& r) {
     if (r.send_wait_min_ns) {
       s.send_wait_min_sum_ns = saturating_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
       s.send_wait_min_ops = saturating_add(s.send_wait_min_ops, 1);
+      s.send_wait_min_max_ns = std::max(s.send_wait_min_max_ns, r.send_wait_min_ns);
     }
     if (r.steps) {
       const uint64_t per_step = r.phase_ns[kSendWait] / r.steps;
@@ -138,6 +139,7 @@ inline void add_summary(EdgeSummary& into, const EdgeSummary& s) {
   into.send_wire_queued_steps = saturating_add(into.send_wire_queued_steps, s.send_wire_queued_steps);
   into.send_wait_min_sum_ns = saturating_add(into.send_wait_min_sum_ns, s.send_wait_min_sum_ns);
   into.send_wait_min_ops = saturating_add(into.send_wait_min_ops, s.send_wait_min_ops);
+  into.send_wait_min_max_ns = std::max(into.send_wait_min_max_ns, s.send_wait_min_max_ns);
   into.recv_gpu_wait_min_ns = min_of_known(into.recv_gpu_wait_min_ns, into.recv_gpu_wait_min_ops,
                                            s.recv_gpu_wait_min_ns, s.recv_gpu_wait_min_ops);
   into.recv_gpu_wait_min_ops = saturating_add(into.recv_gpu_wait_min_ops, s.recv_gpu_wait_min_ops);

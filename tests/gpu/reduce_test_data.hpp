@@ -123,6 +123,7 @@ inline std::vector<EdgeSummary> reference_reduce(std::span<const ProxyOpRecord> 
       if (r.send_wait_min_ns) {
         clamp_add(s.send_wait_min_sum_ns, r.send_wait_min_ns);
         clamp_add(s.send_wait_min_ops, 1);
+        if (r.send_wait_min_ns > s.send_wait_min_max_ns) s.send_wait_min_max_ns = r.send_wait_min_ns;
       }
       if (r.steps) {
         const uint64_t per_step = r.phase_ns[2] / r.steps;  // SendWait

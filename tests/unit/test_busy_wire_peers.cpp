@@ -55,6 +55,7 @@ EdgeSummary one_step_ops(int32_t src, int32_t dst, double send_wait_us, uint64_t
   e.send_ops = ops;
   e.send_wait_min_ops = ops;
   e.send_wait_min_sum_ns = e.phase_ns[kSendWait];
+  e.send_wait_min_max_ns = static_cast<uint64_t>(send_wait_us * 1000);  // every op alike
   return e;
 }
 

@@ -94,6 +94,7 @@ Observations timed_ring(double (*us_of)(int, int)) {
       e.send_ops = kSteps;
       e.send_wait_min_ops = kSteps;
       e.send_wait_min_sum_ns = ns * kSteps;
+      e.send_wait_min_max_ns = ns;  // every op alike
       edges.push_back(e);
     }
   obs.edges = edges;

@@ -317,6 +317,21 @@ TEST(ReduceCpu, WorstReceiveOpIsTheLongestRecvGpuWaitPerStepTiesToTheLargerSum) 
   }
 }
 
+TEST(ReduceCpu, LongestShortestSendIsTheMaximumOverTheSendsThatKnowIt) {
+  // Three sends whose shortest steps took 12, 46 and 13 us, one that does not know it (0).
+  std::vector<ProxyOpRecord> records = ops_of_one_connection({true, true, true, true}, {16, 16, 16, 16}, kSendWait,
+                                                             kRecvWait, {200000, 800000, 210000, 5});
+  const uint64_t shortest[] = {12000, 46000, 13000, 0};
+  for (size_t i = 0; i < records.size(); ++i) records[i].send_wait_min_ns = shortest[i];
+  for (size_t split = 0; split <= records.size(); ++split) {
+    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].send_wait_min_ops, 3u) << "split " << split;
+    EXPECT_EQ(out[0].send_wait_min_sum_ns, 71000u) << "split " << split;
+    EXPECT_EQ(out[0].send_wait_min_max_ns, 46000u) << "split " << split;
+  }
+}
+
 TEST(MergeEdges, SaturatesEveryFieldAndClearsPadding) {
   EdgeSummary a;
   a.key = {9, 1, 2, 3, 77};

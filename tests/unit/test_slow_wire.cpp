@@ -64,6 +64,34 @@ TEST(SlowWire, ASlowWireLengthensBothBusyTimeAndShortestSend) {
   }
 }
 
+TEST(SlowWire, OneOpWhoseStepsAllQueuedDoesNotMakeAWireSlow) {
+  // Eight send ops each. Healthy wires: 40 us busy per step, every op's shortest send 45 us.
+  // Connection 1 is paced by credit that came in bursts: busy 70 us a step, and one op's
+  // recorded steps all queued (its shortest 300 us), the other seven 45 us.
+  std::vector<EdgeSummary> edges = {sender(0, 50, 40, 45), sender(1, 80, 70, 45), sender(2, 50, 40, 45),
+                                    sender(3, 50, 40, 45)};
+  for (EdgeSummary& e : edges) {
+    e.send_ops = e.send_wait_min_ops = 8;
+    e.send_wait_min_max_ns = e.send_wait_min_sum_ns;
+    e.send_wait_min_sum_ns *= 8;
+  }
+  edges[1].send_wait_min_sum_ns = 7 * 45000 + 300000;
+  edges[1].send_wait_min_max_ns = 300000;
+  EXPECT_DOUBLE_EQ(view_of(edges[1]).send_wait_min_ns, 45000);
+  EXPECT_FALSE(judge_all(edges)[1].slow);
+  // With the mean of all eight ops (76.9 us, 1.7x the others) it would have been judged slow.
+  edges[1].send_wait_min_max_ns = 0;
+  edges[1].send_wait_min_ops = 2;
+  edges[1].send_wait_min_sum_ns = 2 * (7 * 45000 + 300000) / 8;
+  EXPECT_TRUE(judge_all(edges)[1].slow);
+  // A slow wire slows every op's quickest step: still slow without its worst op.
+  edges[1] = sender(1, 80, 100, 110);
+  edges[1].send_ops = edges[1].send_wait_min_ops = 8;
+  edges[1].send_wait_min_sum_ns = 8 * 110000;
+  edges[1].send_wait_min_max_ns = 120000;
+  EXPECT_TRUE(judge_all(edges)[1].slow);
+}
+
 TEST(SlowWire, QueuedOrCreditPacedSendsOnAHealthyWireAreNotSlow) {
   // Queued: every send waited behind others (shortest 300 us) but the wire moved one chunk
   // per 40 us. Credit-paced: busy time carries latency (70 us > 1.5 x 40), shortest send healthy.
