@@ -243,6 +243,17 @@ std::vector<EdgeSummary> reduced_in_two_parts(const std::vector<ProxyOpRecord>& 
   return merge_edge_summaries(parts);
 }
 
+// `check` of the one summary that `records` (one connection) reduce to, whole and split in two
+// at every place: the merge must not depend on how the records were divided.
+template <typename Check>
+void for_every_split(const std::vector<ProxyOpRecord>& records, Check check) {
+  for (size_t split = 0; split <= records.size(); ++split) {
+    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
+    ASSERT_EQ(out.size(), 1u);
+    check(out[0], split);
+  }
+}
+
 TEST(ReduceCpu, ShortestConsumeIsTheMinimumOverTheReceivesThatKnowIt) {
   // Three receives of one connection: 5 us and 0 us known, one unknown (probing's sums
   // carry no steps) whose stale value must not count. 0 is a real shortest step.
@@ -308,13 +319,11 @@ TEST(ReduceCpu, WorstReceiveOpIsTheLongestRecvGpuWaitPerStepTiesToTheLargerSum) 
   const std::vector<ProxyOpRecord> records =
       ops_of_one_connection({false, false, false, false, true}, {4, 2, 1, 0, 1}, kSendWait, kRecvGpuWait,
                             {120000, 1800000, 900000, 7, 5000000});
-  for (size_t split = 0; split <= records.size(); ++split) {
-    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
-    ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].recv_worst_op_step_ns, 900000u) << "split " << split;
-    EXPECT_EQ(out[0].recv_worst_op_gpu_wait_ns, 1800000u) << "split " << split;
-    EXPECT_EQ(out[0].recv_worst_op_steps, 2u) << "split " << split;
-  }
+  for_every_split(records, [](const EdgeSummary& e, size_t split) {
+    EXPECT_EQ(e.recv_worst_op_step_ns, 900000u) << "split " << split;
+    EXPECT_EQ(e.recv_worst_op_gpu_wait_ns, 1800000u) << "split " << split;
+    EXPECT_EQ(e.recv_worst_op_steps, 2u) << "split " << split;
+  });
 }
 
 TEST(ReduceCpu, LongestShortestSendIsTheMaximumOverTheSendsThatKnowIt) {
@@ -323,13 +332,11 @@ TEST(ReduceCpu, LongestShortestSendIsTheMaximumOverTheSendsThatKnowIt) {
                                                              kRecvWait, {200000, 800000, 210000, 5});
   const uint64_t shortest[] = {12000, 46000, 13000, 0};
   for (size_t i = 0; i < records.size(); ++i) records[i].send_wait_min_ns = shortest[i];
-  for (size_t split = 0; split <= records.size(); ++split) {
-    std::vector<EdgeSummary> out = reduced_in_two_parts(records, split);
-    ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(out[0].send_wait_min_ops, 3u) << "split " << split;
-    EXPECT_EQ(out[0].send_wait_min_sum_ns, 71000u) << "split " << split;
-    EXPECT_EQ(out[0].send_wait_min_max_ns, 46000u) << "split " << split;
-  }
+  for_every_split(records, [](const EdgeSummary& e, size_t split) {
+    EXPECT_EQ(e.send_wait_min_ops, 3u) << "split " << split;
+    EXPECT_EQ(e.send_wait_min_sum_ns, 71000u) << "split " << split;
+    EXPECT_EQ(e.send_wait_min_max_ns, 46000u) << "split " << split;
+  });
 }
 
 TEST(MergeEdges, SaturatesEveryFieldAndClearsPadding) {
