@@ -95,8 +95,8 @@ struct EdgeView {
   // The quickest send op's SendWait per step, where its send ops carry steps
   // (EdgeSummary::send_op_wait_min_ns).
   std::optional<double> quickest_op_send_wait_ns;
-  // RecvGpuWait per step without its worst receive op, where kMinOpsForWorstLeftOut or more
-  // receive ops carry steps (EdgeSummary::recv_worst_op_*); else its RecvGpuWait per step.
+  // RecvGpuWait per step without its worst receive op, where it has kMinOpsForWorstLeftOut or
+  // more receive ops (EdgeSummary::recv_worst_op_*); else its RecvGpuWait per step.
   double consume_typical_ns = 0;
 };
 

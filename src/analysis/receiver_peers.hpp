@@ -59,13 +59,13 @@
 // And in every operation. A GPU slow to consume holds every receive op alike; one operation's
 // stall (a kernel that started late, a burst of work) holds that op's steps alone, and summed
 // over the window it can look like a consumer. So a connection's consumption is judged by its
-// RecvGpuWait per step without its worst receive op, where three or more ops carry steps (with
-// fewer, one op is a third of what is known), its peers' alike. Measured on two healthy trees
-// under LL with heavy compute (fresh seeds 11137 and 11143, both named gpu_consumer at 0.98):
-// an interior GPU held one input 24-36 us a step in seven ops and 1062 us in one (446 us
-// in one op, 25-33 us in seven in the other), and its peers of the same channel held theirs as
-// long in the same operation; a slow consumer of a tree (4.66x) held 464-537 us in each of
-// eight.
+// RecvGpuWait per step without its worst receive op, where it has three or more receive ops
+// (with fewer, one op is a third of what is known), its peers' alike. Measured on two healthy
+// trees under LL with heavy compute (fresh seeds 11137 and 11143, both named gpu_consumer at
+// 0.98): an interior GPU held one input 24-36 us a step in seven ops and 1062 us in the eighth;
+// in the other, 25-33 us in seven and 3552 us in one, where the other interior GPU of the same
+// channel held its input as long in the same op. A slow consumer of a tree (4.66x) held 464-537
+// us in each of its eight.
 #pragma once
 
 #include <map>
