@@ -8,17 +8,12 @@ namespace {
 
 bool timed(const EdgeView& v) { return v.wire_ns > 0 && v.send_wait_min_ns > 0; }
 
-// A slow wire lengthens every send of every op. A healthy wire that sets its flow's pace
-// queues the sends of some ops at every step, while traffic bunched in time fills it, and
-// leaves others idle: so the shortest send a link is judged by is the quicker of its ops'
-// mean shortest step and its quickest op's mean step. (A tree+dp job under LL: a healthy
-// link's channel queued every step of six ops of eight, its ops' shortest steps 12-38 us,
-// mean 25.5, its quickest op 12.4, the group's links 12.0; with its other channel's idle
-// sends, whose busy time holds the latency, both of its times stood out, at 1.29.)
-double shortest_send_of(const EdgeView& v) {
-  if (!timed(v)) return 0;
-  return v.quickest_op_send_wait_ns ? std::min(v.send_wait_min_ns, *v.quickest_op_send_wait_ns) : v.send_wait_min_ns;
-}
+// The shortest send a link is judged by is the view's (EdgeView::send_wait_min_ns): the
+// quicker of its ops' mean shortest step and its quickest op's mean step. (A tree+dp job under
+// LL: a healthy link's channel queued every step of six ops of eight, its ops' shortest steps
+// 12-38 us, mean 25.5, its quickest op 12.4, the group's links 12.0; with its other channel's
+// idle sends, whose busy time holds the latency, both of its times stood out, at 1.29.)
+double shortest_send_of(const EdgeView& v) { return timed(v) ? v.send_wait_min_ns : 0.0; }
 
 }  // namespace
 

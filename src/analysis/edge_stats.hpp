@@ -76,11 +76,17 @@ struct EdgeView {
   // Time the wire was busy per step (0 when unknown): one chunk's transfer, plus latency
   // where nothing was queued; free of waiting for data, credit or other sends.
   double wire_ns = 0;
-  // Mean over send ops of their shortest step SendWait (0 when unknown), without the op whose
-  // shortest step was the longest where kMinOpsForWorstLeftOut or more ops have one: a slow
-  // wire slows every op's quickest step, one op whose recorded steps all queued behind a burst
-  // of credit does not make a wire slow (a healthy tree+dp under LL, fresh seed 11139: one op
-  // of eight at 46 us, the others 12-13, was named a slow link first, ahead of the true one).
+  // The shortest send a wire is judged by (0 when unknown). A slow wire lengthens every send of
+  // every op; a healthy one's queue, which traffic bunched in time fills now and then, lengthens
+  // the sends of some ops only. So it is the quicker of:
+  //   - the mean over send ops of their shortest step SendWait, without the op whose shortest
+  //     step was the longest where kMinOpsForWorstLeftOut or more ops have one (a healthy
+  //     tree+dp under LL, fresh seed 11139: one op of eight at 46 us, the others 12-13, was
+  //     named a slow link first, ahead of the true one);
+  //   - its quickest op's SendWait per step, where its send ops carry steps (a healthy tree
+  //     under LL, fresh seed 11149: a link's sends queued at every step of four ops of eight
+  //     while bursts of credit came, its ops' shortest steps 39-42 us there and 12 us in the
+  //     others, mean 18.7 against its group's 11.7; it was named a slow link first, at 0.98).
   double send_wait_min_ns = 0;
   // Nearly every step of its sends queued behind the previous one (kSaturatedShare), several
   // sends in flight (kSaturatedDepth), and its sends waited longer in the wire's queue than

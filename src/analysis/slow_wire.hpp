@@ -19,11 +19,12 @@
 // healthy tree+dp 5x8x8 under LL128, fresh seed 11081: one channel of eight of a link at 33 us a
 // send, the others 29-30, each from eight single-step ops, was named a slow link at 0.92).
 //
-// The shortest send is every op's: the mean over send ops of their quickest step, without the
-// op whose quickest was the longest where three or more have one (edge_stats.hpp). A slow wire
-// slows every op; a healthy wire paced by credit that came in a burst queues all of one op's
-// recorded steps (a healthy link of a tree+dp under LL: one op of eight at 46 us, the others at
-// 12-13, and its busy time held latency too: both looked slow).
+// The shortest send is every op's (EdgeView::send_wait_min_ns): the quicker of the mean over
+// send ops of their quickest step, without the op whose quickest was the longest where three or
+// more have one, and the quickest op's SendWait per step. A slow wire slows every op; a healthy
+// wire paced by credit that came in bursts queues all the recorded steps of some ops (a healthy
+// link of a tree+dp under LL: one op of eight at 46 us, the others at 12-13; of a tree under LL:
+// four ops of eight at 39-42 us, the others at 12; in both its busy time held latency too).
 //
 // What it cannot tell apart: a wire slower by less than rel_floor (a quarter of a transfer),
 // or by less than link_ratio in a communicator of fewer than kMinRobustSample connections.

@@ -92,6 +92,39 @@ TEST(SlowWire, OneOpWhoseStepsAllQueuedDoesNotMakeAWireSlow) {
   EXPECT_TRUE(judge_all(edges)[1].slow);
 }
 
+TEST(SlowWire, AWireQuickInOneWholeOperationIsNotSlow) {
+  // Eight send ops each, every op's shortest send 45 us on the healthy wires and their quickest
+  // op 48 us a step. Connection 1 (busy 70 us a step: half its steps idle, latency included)
+  // queued every step of four ops behind bursts of credit (shortest 200 us there) and sent the
+  // other four at 45: its ops' shortest steps, without the worst, average 112 us, 2.5x the
+  // others'. Its quickest op took 48 us a step like theirs: its wire is not slow.
+  std::vector<EdgeSummary> edges = {sender(0, 50, 40, 45), sender(1, 80, 70, 45), sender(2, 50, 40, 45),
+                                    sender(3, 50, 40, 45)};
+  for (EdgeSummary& e : edges) {
+    e.send_ops = e.send_wait_min_ops = e.send_op_wait_min_ops = 8;
+    e.send_wait_min_max_ns = e.send_wait_min_sum_ns;
+    e.send_wait_min_sum_ns *= 8;
+    e.send_op_wait_min_ns = 48000;
+  }
+  edges[1].send_wait_min_sum_ns = 4 * 45000 + 4 * 200000;
+  edges[1].send_wait_min_max_ns = 200000;
+  EXPECT_DOUBLE_EQ(view_of(edges[1]).send_wait_min_ns, 48000);
+  EXPECT_FALSE(judge_all(edges)[1].slow);
+  // Without its quickest op's time (probing-style sums carry none) it would have been judged slow.
+  edges[1].send_op_wait_min_ops = 0;
+  edges[1].send_op_wait_min_ns = 0;
+  EXPECT_DOUBLE_EQ(view_of(edges[1]).send_wait_min_ns, 4 * 45000.0 / 7 + 3 * 200000.0 / 7);
+  EXPECT_TRUE(judge_all(edges)[1].slow);
+  // A slow wire slows every op, its quickest one too: still slow.
+  edges[1] = sender(1, 80, 100, 110);
+  edges[1].send_ops = edges[1].send_wait_min_ops = edges[1].send_op_wait_min_ops = 8;
+  edges[1].send_wait_min_sum_ns = 8 * 110000;
+  edges[1].send_wait_min_max_ns = 110000;
+  edges[1].send_op_wait_min_ns = 115000;
+  EXPECT_DOUBLE_EQ(view_of(edges[1]).send_wait_min_ns, 110000);
+  EXPECT_TRUE(judge_all(edges)[1].slow);
+}
+
 TEST(SlowWire, QueuedOrCreditPacedSendsOnAHealthyWireAreNotSlow) {
   // Queued: every send waited behind others (shortest 300 us) but the wire moved one chunk
   // per 40 us. Credit-paced: busy time carries latency (70 us > 1.5 x 40), shortest send healthy.
