@@ -11,7 +11,10 @@
 // is no part of its own yardstick: in a ring whose two directions' links differ by a fifth,
 // the judged link moved the chi-square median of ten by a place), combined with a prior
 // (links differ by 10 %, worth four links), at a family-wise false alarm rate over every link
-// judged in the job (link_samples.hpp). Both times must clear it; each link counts once.
+// judged in the job (link_samples.hpp). Both times must clear it; each link counts once, and
+// most of its channels must each be slower than the group's links in both times (a healthy link
+// can have idle channels, whose busy time holds latency, and queued ones, whose shortest send
+// holds the queue: each of its medians then stands out, though no channel is slow).
 //
 // slow_wire.hpp's fixed guard (5 robust deviations of the group's connections, the link
 // itself among them) and, for saturated wires, saturated_wires.hpp also judge every wire; the

@@ -148,6 +148,28 @@ TEST(BusyWirePeers, AllChannelsOfOneLinkAreOneSample) {
   for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i >= 8) << "view " << i;
 }
 
+TEST(BusyWirePeers, ALinkMustBeSlowInBothTimesOnMostOfItsChannels) {
+  // The numbers of a tree+dp 4x4x8 under LL (fresh seed 11153): its wire group's healthy links
+  // of eight channels, every channel queued (5.4 us busy, 12.1 us shortest). Link 2's first four
+  // channels found their wire idle (12.3 us busy, latency included, and 12.0 shortest), its
+  // other four queued (5.3 and 37.8): each of its medians stands out, but no channel is slow in
+  // both times. It was named a slow link first, ahead of the true one.
+  std::vector<EdgeSummary> edges;
+  for (int32_t k = 0; k < 16; ++k)
+    for (int32_t c = 0; c < 8; ++c) {
+      const double jitter = 1 + 0.004 * (c - 3.5) + 0.003 * (k % 5);
+      if (k != 2) edges.push_back(wire(k, k + 1, c, 5.4 * jitter, 12.1 * jitter));
+      else edges.push_back(c < 4 ? wire(k, k + 1, c, 12.3 * jitter, 12.0 * jitter)
+                                 : wire(k, k + 1, c, 5.3 * jitter, 37.8 * jitter));
+    }
+  for (const BusyWireJudgement& w : judge(edges)) EXPECT_FALSE(w.slow);
+  // The same link slow on five channels of eight, both times each (the lower median channel's
+  // both times lengthened): slow, however its other three channels stand.
+  for (int32_t c = 0; c < 5; ++c) edges[16 + c] = wire(2, 3, c, 26.5, 205);
+  std::vector<BusyWireJudgement> j = judge(edges);
+  for (size_t i = 0; i < j.size(); ++i) EXPECT_EQ(j[i].slow, i >= 16 && i < 24) << "view " << i;
+}
+
 TEST(BusyWirePeers, LinksAreComparedWithinTheirWireGroup) {
   // Two communicators of three links each: one moves chunks in 30 us, the other in 60 us.
   // Apart, nothing is slow; as one wire group, the second's links would be.
