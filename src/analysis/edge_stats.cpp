@@ -59,7 +59,7 @@ EdgeView view_of(const EdgeSummary& e) {
     v.wire_ns = v.send_wait_min_ns;
   if (e.recv_gpu_wait_min_ops) v.consume_min_ns = static_cast<double>(e.recv_gpu_wait_min_ns);
   if (e.send_op_wait_min_ops) v.quickest_op_send_wait_ns = static_cast<double>(e.send_op_wait_min_ns);
-  if (v.send_wait_min_ns > 0 && v.quickest_op_send_wait_ns)
+  if (v.send_wait_min_ns > 0 && v.quickest_op_send_wait_ns && *v.quickest_op_send_wait_ns > 0)
     v.send_wait_min_ns = std::min(v.send_wait_min_ns, *v.quickest_op_send_wait_ns);
   v.consume_typical_ns = v.step_ns[kRecvGpuWait];
   if (e.recv_ops >= kMinOpsForWorstLeftOut && e.recv_worst_op_steps && e.recv_worst_op_steps < e.recv_steps)

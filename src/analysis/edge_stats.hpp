@@ -83,10 +83,11 @@ struct EdgeView {
   //     step was the longest where kMinOpsForWorstLeftOut or more ops have one (a healthy
   //     tree+dp under LL, fresh seed 11139: one op of eight at 46 us, the others 12-13, was
   //     named a slow link first, ahead of the true one);
-  //   - its quickest op's SendWait per step, where its send ops carry steps (a healthy tree
-  //     under LL, fresh seed 11149: a link's sends queued at every step of four ops of eight
-  //     while bursts of credit came, its ops' shortest steps 39-42 us there and 12 us in the
-  //     others, mean 18.7 against its group's 11.7; it was named a slow link first, at 0.98).
+  //   - its quickest op's SendWait per step, where its send ops carry steps and it is positive
+  //     (0 would mark the shortest send unknown). A healthy tree under LL, fresh seed 11149: a
+  //     link's sends queued at every step of four ops of eight while bursts of credit came, its
+  //     ops' shortest steps 39-42 us there and 12 us in the others, mean 18.7 against its
+  //     group's 11.7; it was named a slow link first, at 0.98.
   double send_wait_min_ns = 0;
   // Nearly every step of its sends queued behind the previous one (kSaturatedShare), several
   // sends in flight (kSaturatedDepth), and its sends waited longer in the wire's queue than
