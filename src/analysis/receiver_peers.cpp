@@ -52,7 +52,7 @@ ReceiverPeers::ReceiverPeers(const std::vector<EdgeView>& views, const Attributi
       if (has_half_of(v, p)) {
         Group& g = groups_[kind_of(k)][p];
         g.members.emplace_back(judged_step_ns(v, p), std::make_pair(k.comm_hash, k.dst_rank));
-        if (p == kRecvGpuWait) g.unblocked.emplace_back(unblocked_hold(v), std::make_pair(k.comm_hash, k.dst_rank));
+        if (p == kRecvGpuWait) g.unblocked.emplace_back(unexplained_hold(v), std::make_pair(k.comm_hash, k.dst_rank));
       }
   }
   std::map<uint64_t, std::vector<double>> quickest_by_comm;
@@ -177,6 +177,10 @@ double ReceiverPeers::unblocked_hold(const EdgeView& view) const {
   auto blocked = output_blocked_.find({k.comm_hash, k.dst_rank, k.channel});
   const double hold = judged_step_ns(view, kRecvGpuWait);
   return blocked == output_blocked_.end() ? hold : std::max(0.0, hold - blocked->second);
+}
+
+double ReceiverPeers::unexplained_hold(const EdgeView& view) const {
+  return std::min(held_value(view, kRecvGpuWait, combining(view.edge->key)), unblocked_hold(view));
 }
 
 double ReceiverPeers::held_value(const EdgeView& view, int phase, bool combines) const {

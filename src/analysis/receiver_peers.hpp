@@ -24,7 +24,12 @@
 // is no robust baseline: an outlier must then stand above every one of them. For consumption,
 // each hold counts there less its receiver's own wait for credit on that channel, the judged
 // one's too: a GPU whose output is full holds its input for that (under LL, a tree's GPUs wait
-// on each other's credit in a loop), and its hold is no bar for how fast a GPU consumes. Where
+// on each other's credit in a loop), and its hold is no bar for how fast a GPU consumes. Nor
+// is a combining peer's hold on an input that its later sibling input explains: it counts less
+// that delay, as the judged one's does. Measured on a tree 4x8x2 under LL128 (fresh seed
+// 11159): the up-entry of the node whose interior GPU consumed 4.38x slowly (80 % slower) held
+// both of its inputs 1.64 ms a step; the only other combining receiver held one input 1.66 ms
+// while its other input came 1.66 ms later, from behind that node, and nobody was named. Where
 // many receivers are judged, their median is left as it is: healthy loops of credit hold every
 // input of a large LL tree alike, and held holds as the reference keep them from standing out
 // (less their blocked output, they named up to 17 GPUs of one healthy tree+dp job). Measured on
@@ -104,7 +109,7 @@ class ReceiverPeers {
   struct Group {
     Values members;   // each connection's value
     Values shortest;  // its shortest step, where known (kRecvGpuWait only)
-    Values unblocked;  // its hold less its receiver's wait for credit there (kRecvGpuWait only)
+    Values unblocked;  // its hold less what explains it (unexplained_hold; kRecvGpuWait only)
     std::vector<double> sorted;         // the members' values, ascending
     std::map<Receiver, size_t> inputs;  // the members of each receiver
     // Per receiver, the baseline of the other receivers' connections (a slow receiver is slow
@@ -128,6 +133,9 @@ class ReceiverPeers {
   // A connection's RecvGpuWait per step less its receiver's longest SendPeerWait per step on
   // the same communicator and channel (at least 0).
   double unblocked_hold(const EdgeView& view) const;
+  // A hold as a bar among few peers: less the larger of what its blocked output and a later
+  // sibling input explain (held_value, unblocked_hold).
+  double unexplained_hold(const EdgeView& view) const;
   // Whether `view`'s receiver returns its data to its sender alone (returns_to_sender) and
   // holds its quickest input of the communicator no longer, beyond `floor`, than the
   // communicator's receivers typically hold theirs (no GPU slow to consume).

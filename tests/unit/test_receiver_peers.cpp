@@ -100,6 +100,31 @@ TEST(ReceiverPeers, ACombiningReceiversHoldIsExplainedByItsLaterSiblingInput) {
   EXPECT_DOUBLE_EQ(unexplained.anomaly(views[1], kRecvGpuWait, kCycleNs).ns, 0);
 }
 
+TEST(ReceiverPeers, WithFewPeersAHoldItsLaterSiblingInputExplainsIsNoBar) {
+  // A simulated tree 4x8x2 under LL128 (us per step, fresh seed 11159): the GPU after rank 15
+  // on its node consumes 4.38x slowly, and rank 15 holds both of its network inputs 1639 us a
+  // step. Rank 23, the other combining receiver, holds one input as long, but only because
+  // its other input arrives 1660 us later, behind rank 15's node. Read whole, that hold hid
+  // rank 15 (named by nobody, 80 % slower). Two peers: each is a bar rank 15's hold must clear.
+  const std::vector<EdgeSummary> edges = {
+      conn(0, 15, 1, {2.3, 1629, 55, 58, 0, 1639}), conn(16, 15, 1, {2.4, 1628, 57, 60, 0, 1638}),
+      conn(8, 23, 0, {1664, 0, 56.6, 1718, 0, 2.5}), conn(24, 23, 0, {2.5, 1639, 55.7, 58.7, 0, 1662})};
+  std::vector<EdgeView> views = views_of(edges);
+  AttributionConfig cfg;
+  ReceiverPeers peers(views, cfg);
+  // Rank 23's explained hold leaves 1662 - (1718 - 58.7) = 2.7 us, its loudest input. Rank 15
+  // stands above that by its own holds less their own explained part (2 us on the first input).
+  EXPECT_NEAR(peers.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, (1639 - 2 - 2.7) * 1000, 1);
+  EXPECT_NEAR(peers.anomaly(views[1], kRecvGpuWait, kCycleNs).ns, (1638 - 2.7) * 1000, 1);
+  for (size_t i : {2u, 3u}) EXPECT_DOUBLE_EQ(peers.anomaly(views[i], kRecvGpuWait, kCycleNs).ns, 0) << i;
+  // Rank 23's other input on time: its hold is its own, and rank 15 no longer stands out.
+  std::vector<EdgeSummary> unexplained = edges;
+  unexplained[2].phase_ns[kRecvWait] = static_cast<uint64_t>(58.7 * 1000 * kSteps);
+  views = views_of(unexplained);
+  ReceiverPeers alike(views, cfg);
+  EXPECT_DOUBLE_EQ(alike.anomaly(views[0], kRecvGpuWait, kCycleNs).ns, 0);
+}
+
 TEST(ReceiverPeers, ReplicatedPipelinesAreOneKindAndTheirStagesNeverCombine) {
   // Four pipelines of four stages (a send/recv communicator each), forward and backward
   // connections on two channels: a middle stage receives from both neighbours on each. Stage 2 of
