@@ -15,21 +15,21 @@ bool timed(const EdgeView& v) { return v.wire_ns > 0 && v.send_wait_min_ns > 0; 
 // idle sends, whose busy time holds the latency, both of its times stood out, at 1.29.)
 double shortest_send_of(const EdgeView& v) { return timed(v) ? v.send_wait_min_ns : 0.0; }
 
-// Whether most of a link's channels (as many as judge_wires_by_link asks for: more than half)
-// are each slower than its group's links in both times, by min_ratio. A link's value in each
-// time is the median over its channels, and the two medians may come from channels in opposite
-// states: a channel that finds its wire idle holds latency in its busy time, one that queues
-// holds the queue in its shortest send, and a healthy link can have channels of both kinds
-// while a slow one lengthens both times of every channel. (A tree+dp 4x4x8 under LL, fresh
-// seed 11153: a healthy link's four idle channels at 12.3 us busy and 12.0 shortest, its four
-// queued ones at 5.3 and 37.8, its group's links at 5.4 and 12.1; each median stood out, and
-// it was named a slow link first, ahead of the true 4.89x one.)
+// Whether most of a link's channels (most_channels, as judge_wires_by_link asks) are each
+// slower than its group's links in both times, by min_ratio. A link's value in each time is the
+// median over its channels, and the two medians may come from channels in opposite states: a
+// channel that finds its wire idle holds latency in its busy time, one that queues holds the
+// queue in its shortest send, and a healthy link can have channels of both kinds while a slow
+// one lengthens both times of every channel. (A tree+dp 4x4x8 under LL, fresh seed 11153: a
+// healthy link's four idle channels at 12.3 us busy and 12.0 shortest, its four queued ones at
+// 5.3 and 37.8, its group's links at 5.4 and 12.1; each median stood out, and it was named a
+// slow link first, ahead of the true 4.89x one.)
 bool most_channels_slow_in_both(const std::vector<size_t>& channels, const std::vector<EdgeView>& views,
                                 double busy_ns, double shortest_ns, double min_ratio) {
   const size_t slow = static_cast<size_t>(std::count_if(channels.begin(), channels.end(), [&](size_t i) {
     return views[i].wire_ns > min_ratio * busy_ns && views[i].send_wait_min_ns > min_ratio * shortest_ns;
   }));
-  return slow >= channels.size() - (channels.size() - 1) / 2;
+  return most_channels(slow, channels.size());
 }
 
 }  // namespace

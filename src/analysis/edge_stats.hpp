@@ -43,6 +43,11 @@ struct AttributionConfig {
 
 inline constexpr size_t kMinRobustSample = 5;
 
+// Whether `count` of a link's `channels` are most of them, more than half. A link's channels
+// share its NICs and route, so a slow link slows every channel it carries, and one channel out
+// of line with its link's others is jitter (slow_wire.hpp, busy_wire_peers.cpp).
+inline bool most_channels(size_t count, size_t channels) { return 2 * count > channels; }
+
 struct Robust {
   double median = 0;
   double minimum = 0;

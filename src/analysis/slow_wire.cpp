@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace culprit {
 namespace {
@@ -49,19 +50,21 @@ std::vector<WireJudgement> judge_wires_by_link(const std::vector<EdgeView>& view
                                                const std::map<uint64_t, CommBaseline>& baselines,
                                                const AttributionConfig& config) {
   std::vector<WireJudgement> out(views.size());
-  std::map<std::tuple<uint64_t, int32_t, int32_t>, std::vector<double>> link_margins;
+  // Per link: its channels judged slow (with a margin), and all its channels judged.
+  std::map<std::tuple<uint64_t, int32_t, int32_t>, std::pair<size_t, size_t>> slow_of_link;
   for (size_t i = 0; i < views.size(); ++i) {
     const EdgeKey& k = views[i].edge->key;
     auto base = baselines.find(k.comm_hash);
     if (base == baselines.end()) continue;
     out[i] = judge_wire(views[i], base->second, config);
-    link_margins[{k.comm_hash, k.src_rank, k.dst_rank}].push_back(out[i].slow ? out[i].margin : 0.0);
+    auto& [slow, judged] = slow_of_link[{k.comm_hash, k.src_rank, k.dst_rank}];
+    slow += out[i].slow && out[i].margin > 0 ? 1 : 0;
+    ++judged;
   }
-  for (auto& [link, margins] : link_margins) std::sort(margins.begin(), margins.end());
   for (size_t i = 0; i < views.size(); ++i) {
     const EdgeKey& k = views[i].edge->key;
-    auto link = link_margins.find({k.comm_hash, k.src_rank, k.dst_rank});
-    if (link == link_margins.end() || link->second[(link->second.size() - 1) / 2] > 0) continue;
+    auto link = slow_of_link.find({k.comm_hash, k.src_rank, k.dst_rank});
+    if (link == slow_of_link.end() || most_channels(link->second.first, link->second.second)) continue;
     out[i].slow = false;
     out[i].margin = 0;
   }

@@ -116,6 +116,14 @@ TEST(ConnectionFacts, OneChannelOutOfLineWithItsLinkIsNoSlowLink) {
   ProcessContext all_ctx(all);
   const ConnectionFacts slow = judge_connections(all, all_ctx, AttributionConfig{});
   for (size_t i = 0; i < slow.edges.size(); ++i) EXPECT_EQ(slow.edges[i].slow_link, i / 8 == 2) << i;
+  // Most is more than half: four slow channels of eight name nothing, five name the link.
+  Observations half = timed_ring([](int link, int channel) { return link == 2 && channel < 4 ? 33.0 : 25.0; });
+  ProcessContext half_ctx(half);
+  for (const EdgeFacts& f : judge_connections(half, half_ctx, AttributionConfig{}).edges) EXPECT_FALSE(f.slow_link);
+  Observations most = timed_ring([](int link, int channel) { return link == 2 && channel < 5 ? 33.0 : 25.0; });
+  ProcessContext most_ctx(most);
+  const ConnectionFacts five = judge_connections(most, most_ctx, AttributionConfig{});
+  for (size_t i = 0; i < five.edges.size(); ++i) EXPECT_EQ(five.edges[i].slow_link, i / 8 == 2 && i % 8 < 5) << i;
 }
 
 TEST(ConnectionFacts, LateDataWithheldCreditAndSlowFlushAreEachTheirOwnVerdict) {
