@@ -143,11 +143,12 @@ Excess ReceiverPeers::anomaly(const EdgeView& view, int phase, double cycle_ns, 
                                 ? every_step_margin(view, others_of(g.shortest, g.shortest_without, receiver), cycle_ns)
                                 : std::numeric_limits<double>::infinity();
   if (every_step == 0) return {};
-  // Few peers: each is a bar the hold must clear, and a hold its own blocked output explains
-  // is no bar for consumption (receiver_peers.hpp).
+  // Few peers: each is a bar the hold must clear, and what its blocked output or a later
+  // sibling input explains is no bar for consumption, nor counts in the judged hold
+  // (receiver_peers.hpp; `value` is at least unexplained_hold).
   const Robust& base = others_of(g.members, g.base_without, receiver);
   Excess excess = phase == kRecvGpuWait && base.n < kMinRobustSample
-                      ? excess_over_peers(std::min(value, unblocked_hold(view)),
+                      ? excess_over_peers(unexplained_hold(view),
                                           others_of(g.unblocked, g.unblocked_without, receiver), scale)
                       : excess_over_peers(value, base, scale);
   excess.margin = std::min(excess.margin, every_step);
